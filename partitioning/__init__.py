@@ -1,0 +1,42 @@
+"""Graph partitioning for full-batch distributed GNN training.
+
+Depends on numpy, scipy, pymetis and numba only (no torch, no MPI, never ``gnnscale``)::
+
+    from partitioning import make_partitioner, part_summary
+    partition = make_partitioner("metis", num_parts=8, seed=0).fit(graph)
+    print(format_summary_table(part_summary(graph, partition, feature_bytes_per_row=4 * 128)))
+
+``PARTITIONERS`` maps registry names to classes; see each class for its parameters.
+"""
+
+from .base import Partition, Partitioner
+from .edge_cut import BlockPartitioner, MetisPartitioner, RandomPartitioner
+from .errors import PartitionError
+from .graph import CSRGraph, as_csr_graph
+from .metrics import (edge_cut, format_summary_table, halo_counts, part_summary,
+                      replication_factor)
+
+PARTITIONERS: dict[str, type[Partitioner]] = {
+    cls.name: cls for cls in (RandomPartitioner, BlockPartitioner, MetisPartitioner)
+}
+
+
+def make_partitioner(name: str, **kwargs) -> Partitioner:
+    """Instantiate the partitioner registered as ``name`` with keyword parameters.
+
+    Raises :class:`PartitionError` for an unknown name, listing the registered ones.
+    """
+    try:
+        cls = PARTITIONERS[name]
+    except (KeyError, TypeError):
+        raise PartitionError(
+            f"unknown partitioner {name!r}; choose one of: {', '.join(sorted(PARTITIONERS))}"
+        ) from None
+    return cls(**kwargs)
+
+
+__all__ = [
+    "CSRGraph", "as_csr_graph", "Partition", "Partitioner", "PartitionError", "PARTITIONERS",
+    "make_partitioner", "edge_cut", "replication_factor", "halo_counts", "part_summary",
+    "format_summary_table",
+]
