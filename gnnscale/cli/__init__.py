@@ -1,0 +1,1 @@
+"""Command-line interface (``gnnscale train | partition | tune | info``)."""

@@ -1,0 +1,100 @@
+"""What every sub-command shares: one-line errors, rank-aware printing, agreed failures."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from contextlib import contextmanager
+
+from ..comm import env_rank
+from ..errors import GnnscaleError
+
+EXIT_USAGE = 2
+
+
+def user_error_types() -> tuple:
+    """Exception types that mean bad input (printed as one line, exit code 2)."""
+    from partitioning import PartitionError
+
+    return (GnnscaleError, PartitionError)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argparse parser whose errors are one line (``gnnscale train: error: ...``), exit 2.
+
+    Under a launcher only rank 0 prints; every rank exits with code 2.
+    """
+
+    def error(self, message: str):
+        if env_rank() == 0:
+            print(f"{self.prog}: error: {message} (see `{self.prog} --help`)", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
+
+
+def formatter(prog):
+    return argparse.ArgumentDefaultsHelpFormatter(prog, max_help_position=32)
+
+
+def say(*args, **kwargs) -> None:
+    """Print on rank 0 only."""
+    if env_rank() == 0:
+        print(*args, **kwargs, flush=True)
+
+
+class AgreedError(GnnscaleError):
+    """A user error that every rank knows about (so rank 0 alone reports it)."""
+
+
+@contextmanager
+def agreed_failure(comm):
+    """Run a set-up block on every rank; if any rank hits a user error, all ranks raise it.
+
+    Without this, a rank that fails to read its input would exit while the others block in
+    the next collective. Errors other than user errors still propagate (and abort the job).
+    """
+    message = None
+    try:
+        yield
+    except user_error_types() as exc:
+        message = str(exc)
+    messages = comm.allgather_object(message)
+    failed = [(rank, msg) for rank, msg in enumerate(messages) if msg is not None]
+    if failed:
+        rank, msg = failed[0]
+        everywhere = len(failed) == comm.size and len({m for _, m in failed}) == 1
+        raise AgreedError(msg if everywhere or comm.size == 1 else f"rank {rank}: {msg}")
+
+
+def run_entry_point(func, args) -> int:
+    """Call ``func(args)`` turning failures into exit codes.
+
+    User errors: one line on stderr (rank 0 when all ranks agree, else the failing rank), exit 2.
+    Anything else: the traceback of the failing rank, then the whole job is aborted so no other
+    rank waits forever in a collective.
+    """
+    try:
+        return int(func(args) or 0)
+    except user_error_types() as exc:
+        if not isinstance(exc, AgreedError) or env_rank() == 0:
+            where = "" if isinstance(exc, AgreedError) or env_rank() == 0 else f" (rank {env_rank()})"
+            print(f"gnnscale: error{where}: {exc}", file=sys.stderr, flush=True)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except Exception:  # a crash: report it and take the whole job down
+        rank = env_rank()
+        print(f"gnnscale: rank {rank} failed:\n{traceback.format_exc()}", file=sys.stderr,
+              flush=True)
+        _abort_job(1)
+        return 1
+
+
+def _abort_job(code: int) -> None:
+    if "mpi4py" in sys.modules:
+        from mpi4py import MPI
+
+        if MPI.Is_initialized() and not MPI.Is_finalized() and MPI.COMM_WORLD.Get_size() > 1:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            MPI.COMM_WORLD.Abort(code)

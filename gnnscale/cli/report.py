@@ -1,0 +1,45 @@
+"""Text the CLI prints: the run header and the final summary with where the time went."""
+
+from __future__ import annotations
+
+from ..engine.metrics import TIME_PARTS
+
+_LABELS = {"forward_s": "forward (incl. halo)", "backward_s": "backward (incl. halo)",
+           "halo_wait_s": "  of which halo wait", "grad_allreduce_s": "gradient allreduce",
+           "optimizer_s": "optimiser step", "eval_s": "evaluation"}
+
+
+def format_header(data, args, num_ranks: int, partition_summary=None) -> str:
+    """What is about to run: graph, model, ranks and partition quality."""
+    lines = [f"gnnscale train: {data.summary()}",
+             f"model {args.model}, {args.layers} layers, hidden {args.hidden}, dropout "
+             f"{args.dropout}, lr {args.lr}, weight decay {args.weight_decay}, "
+             f"{args.epochs} epochs, {num_ranks} rank{'s' if num_ranks > 1 else ''}"]
+    if partition_summary is not None:
+        s = partition_summary
+        lines.append(f"partition {args.partitioner}: edge cut {s['edge_cut']:,}, halo nodes per "
+                     f"rank max {int(max(s['halo_nodes'])):,} mean "
+                     f"{float(sum(s['halo_nodes'])) / len(s['halo_nodes']):,.0f}, node balance "
+                     f"{s['balance_nodes']:.3f}")
+    return "\n".join(lines)
+
+
+def format_time_table(final: dict) -> str:
+    """Final accuracy and a per-rank table of where an epoch's time went (steady state)."""
+    out = [f"done: {final['epochs']} epochs, final loss {final['final_loss']:.4f}, "
+           f"train {final['final_train_acc']:.4f}, val {final['final_val_acc']:.4f}, "
+           f"test {final['final_test_acc']:.4f}",
+           f"best val {final['best_val_acc']:.4f} at epoch {final['best_epoch']} "
+           f"(test {final['test_acc_at_best_val']:.4f}); mean epoch "
+           f"{final['mean_epoch_time_s'] * 1e3:.1f} ms, total {final['total_time_s']:.2f} s",
+           "", "where an epoch's time went (ms, mean over epochs after the first):"]
+    ranks = final.get("per_rank") or [dict(rank=0, **final["mean_time_breakdown_s"])]
+    header = f"{'':24s}" + "".join(f"{'rank ' + str(r['rank']):>10s}" for r in ranks)
+    out.append(header)
+    for key in TIME_PARTS:
+        if key in ranks[0]:
+            out.append(f"{_LABELS[key]:24s}" + "".join(f"{r[key] * 1e3:10.2f}" for r in ranks))
+    if "owned" in ranks[0]:
+        out.append(f"{'owned / halo nodes':24s}" +
+                   "".join(f"{str(r['owned']) + '/' + str(r['halo']):>10s}" for r in ranks))
+    return "\n".join(out)

@@ -1,0 +1,176 @@
+"""``gnnscale train``: full-batch training of a GNN, on one process or under ``mpirun``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+import torch
+
+from ..errors import UsageError
+from .common import agreed_failure, formatter, say
+from .report import format_header, format_time_table
+
+DEFAULT_DATA_ROOT = os.environ.get("GNNSCALE_DATA_ROOT", "./data")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
+    return value
+
+
+def _dropout(text: str) -> float:
+    value = _non_negative_float(text)
+    if value >= 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text}")
+    return value
+
+
+def add_parser(subparsers) -> None:
+    """Register ``train`` with every option and its default."""
+    from partitioning import PARTITIONERS
+
+    from ..comm import BACKENDS
+    from ..nn import MODEL_NAMES
+
+    p = subparsers.add_parser(
+        "train", help="train a GNN full-batch (run under mpirun for several ranks)",
+        description="Full-batch GNN training. `gnnscale train` runs one process; "
+                    "`mpirun -n K gnnscale train ...` splits the graph over K ranks.",
+        formatter_class=formatter)
+    data = p.add_argument_group("data")
+    data.add_argument("--dataset", default="sbm",
+                      help="dataset name (cora, citeseer, sbm, ...) or a path to a dataset file "
+                           "or folder")
+    data.add_argument("--data-root", default=DEFAULT_DATA_ROOT,
+                      help="folder holding named datasets ($GNNSCALE_DATA_ROOT)")
+    data.add_argument("--num-nodes", type=_positive_int, default=None,
+                      help="size of a generated graph (sbm); default: the generator's")
+    data.add_argument("--split", type=int, default=0,
+                      help="which split to use where a dataset ships several")
+    model = p.add_argument_group("model")
+    model.add_argument("--model", default="gcn", choices=MODEL_NAMES, help="layer type")
+    model.add_argument("--layers", type=_positive_int, default=2, help="number of graph layers")
+    model.add_argument("--hidden", type=_positive_int, default=16, help="hidden width")
+    model.add_argument("--dropout", type=_dropout, default=0.5, help="dropout probability")
+    optim = p.add_argument_group("optimisation")
+    optim.add_argument("--lr", type=_non_negative_float, default=0.01, help="Adam learning rate")
+    optim.add_argument("--weight-decay", type=_non_negative_float, default=5e-4,
+                       help="Adam weight decay")
+    optim.add_argument("--epochs", type=_positive_int, default=200, help="training epochs")
+    optim.add_argument("--seed", type=int, default=0,
+                       help="seed for weights, partitioning and (with the rank) dropout")
+    dist = p.add_argument_group("distribution")
+    dist.add_argument("--partitioner", default="metis", choices=sorted(PARTITIONERS),
+                      help="how to split the graph over the ranks")
+    dist.add_argument("--backend", default="auto", choices=BACKENDS,
+                      help="communication backend")
+    dist.add_argument("--threads", type=_positive_int, default=None,
+                      help="torch threads per rank; default: cores / ranks on this host")
+    out = p.add_argument_group("output")
+    out.add_argument("--metrics-out", default=None, metavar="FILE",
+                     help="write JSON lines: one per epoch, then a summary line")
+    out.add_argument("--log-every", type=_positive_int, default=None,
+                     help="print an epoch line every N epochs; default: about 10 lines")
+    out.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+
+
+def default_threads() -> int:
+    """Cores divided among the ranks that share this host."""
+    local_ranks = int(os.environ.get("OMPI_COMM_WORLD_LOCAL_SIZE",
+                                     os.environ.get("MPI_LOCALNRANKS", 1)))
+    return max(1, (os.cpu_count() or 1) // max(local_ranks, 1))
+
+
+def run(args) -> int:
+    from partitioning import make_partitioner, part_summary
+
+    from .. import comm as comm_module
+    from ..data import load_dataset
+    from ..engine import LocalProblem, MetricsWriter, Trainer, summarise
+    from ..nn import GNN
+
+    torch.set_num_threads(args.threads or default_threads())
+    comm = comm_module.init(args.backend)
+    options = {"num_nodes": args.num_nodes} if args.num_nodes else {}
+    with agreed_failure(comm):
+        data = load_dataset(args.dataset, root=args.data_root, split=args.split, **options)
+        if comm.size > data.num_nodes:
+            raise UsageError(f"{comm.size} ranks but the graph has only {data.num_nodes} nodes; "
+                             f"launch at most {data.num_nodes} ranks")
+        partitioner = make_partitioner(args.partitioner, num_parts=comm.size, seed=args.seed)
+    partition = None
+    with agreed_failure(comm):
+        if comm.rank == 0:
+            partition = partitioner.fit(data)
+    parts = torch.from_numpy(partition.node_parts.astype(np.int64)) if comm.rank == 0 \
+        else torch.empty(data.num_nodes, dtype=torch.int64)
+    node_parts = comm.broadcast(parts, root=0).numpy()
+
+    problem = LocalProblem.from_graph_data(data, node_parts, comm)
+    torch.manual_seed(args.seed)  # identical initial weights on every rank
+    model = GNN(args.model, data.num_features, args.hidden, data.num_classes,
+                num_layers=args.layers, dropout=args.dropout)
+    trainer = Trainer(model, problem, comm, lr=args.lr, weight_decay=args.weight_decay,
+                      seed=args.seed)
+    if comm.rank == 0:
+        summary = part_summary(data, partition) if comm.size > 1 else None
+        say(format_header(data, args, comm.size, summary))
+    writer = MetricsWriter(args.metrics_out, comm)
+    records = _train_with_progress(trainer, args, comm, writer)
+    final = summarise(records)
+    per_rank = comm.allgather_object({"rank": comm.rank, "owned": problem.graph.num_owned,
+                                      "halo": problem.graph.num_halo,
+                                      **final["mean_time_breakdown_s"]})
+    final["per_rank"] = per_rank
+    final["ranks"] = comm.size
+    writer.write(final)
+    writer.close()
+    say(format_time_table(final))
+    return 0
+
+
+def _train_with_progress(trainer, args, comm, writer):
+    from tqdm import tqdm
+
+    log_every = args.log_every or max(1, args.epochs // 10)
+    show = comm.rank == 0
+    bar = tqdm(total=args.epochs, desc="training", unit="epoch", file=sys.stderr,
+               disable=not show or args.no_progress, dynamic_ncols=True, leave=False)
+
+    def on_epoch(record):
+        writer.write(record.to_json())
+        bar.update(1)
+        bar.set_postfix(loss=f"{record.loss:.4f}", val=f"{record.val_acc:.3f}",
+                        test=f"{record.test_acc:.3f}")
+        if show and (record.epoch % log_every == 0 or record.epoch == 1):
+            line = (f"epoch {record.epoch:4d}  loss {record.loss:.4f}  "
+                    f"train {record.train_acc:.4f}  val {record.val_acc:.4f}  "
+                    f"test {record.test_acc:.4f}  time {record.epoch_time_s * 1e3:.1f} ms")
+            if bar.disable:
+                print(line, flush=True)
+            else:
+                bar.write(line)
+
+    try:
+        return trainer.fit(args.epochs, on_epoch)
+    finally:
+        bar.close()

@@ -1,0 +1,131 @@
+"""The collective-communication interface shared by GNN and CNN training.
+
+A :class:`Communicator` moves CPU (or, for backends that support it, CUDA) tensors between the
+ranks of a job. Every blocking collective has an ``*_async`` twin that returns a :class:`Work`
+whose ``wait()`` completes it and returns the result, so callers can compute while data moves.
+
+Conventions:
+- Buffers are contiguous tensors; ``allreduce`` works in place and returns its input.
+- ``alltoallv`` moves *rows*: ``send`` is ``[sum(send_counts), *row_shape]`` and the result is
+  ``[sum(recv_counts), *row_shape]``; block ``q`` of ``send`` goes to rank ``q``.
+- Counts are Python ints or 1-D integer arrays of length ``size``.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any, Callable, Sequence
+
+import torch
+
+REDUCE_OPS = ("sum", "max", "min")
+
+
+class Work:
+    """Handle of a posted (non-blocking) collective. ``wait()`` returns its result."""
+
+    def __init__(self, wait_fn: Callable[[], Any] | None = None, result: Any = None):
+        self._wait_fn = wait_fn
+        self._result = result
+        self._done = wait_fn is None
+
+    def wait(self) -> Any:
+        """Block until the collective has completed on this rank and return its result."""
+        if not self._done:
+            self._result = self._wait_fn()
+            self._done = True
+            self._wait_fn = None
+        return self._result
+
+    def is_completed(self) -> bool:
+        """True once ``wait()`` has returned (completion is not polled)."""
+        return self._done
+
+
+class Communicator(abc.ABC):
+    """A group of ``size`` ranks; this process is ``rank``."""
+
+    backend: str = "abstract"
+
+    @property
+    @abc.abstractmethod
+    def rank(self) -> int:
+        """This process's index in the group, 0 <= rank < size."""
+
+    @property
+    @abc.abstractmethod
+    def size(self) -> int:
+        """Number of ranks in the group."""
+
+    # -- collectives (non-blocking primitives; blocking ones are derived) ------------------
+    @abc.abstractmethod
+    def allreduce_async(self, tensor: torch.Tensor, op: str = "sum") -> Work:
+        """Reduce ``tensor`` element-wise across ranks, in place. ``op``: sum, max or min."""
+
+    @abc.abstractmethod
+    def alltoallv_async(self, send: torch.Tensor, send_counts: Sequence[int],
+                        recv_counts: Sequence[int]) -> Work:
+        """Exchange variable-sized row blocks; ``wait()`` returns the received rows."""
+
+    @abc.abstractmethod
+    def allgather(self, tensor: torch.Tensor) -> torch.Tensor:
+        """Gather equally shaped tensors from every rank: result ``[size, *tensor.shape]``."""
+
+    @abc.abstractmethod
+    def broadcast(self, tensor: torch.Tensor, root: int = 0) -> torch.Tensor:
+        """Overwrite ``tensor`` on every rank with ``root``'s copy (in place); returns it."""
+
+    @abc.abstractmethod
+    def allgather_object(self, obj: Any) -> list:
+        """Gather one picklable object per rank (small metadata only)."""
+
+    @abc.abstractmethod
+    def barrier(self) -> None:
+        """Block until every rank has entered the barrier."""
+
+    @abc.abstractmethod
+    def split(self, color: int, key: int | None = None) -> "Communicator":
+        """Sub-communicator of the ranks that passed the same ``color``, ordered by ``key``."""
+
+    @abc.abstractmethod
+    def abort(self, exit_code: int = 1) -> None:
+        """Terminate every rank of the job now (used when one rank fails)."""
+
+    # -- derived conveniences -----------------------------------------------------------
+    def allreduce(self, tensor: torch.Tensor, op: str = "sum") -> torch.Tensor:
+        """Blocking :meth:`allreduce_async`; returns ``tensor`` reduced in place."""
+        return self.allreduce_async(tensor, op).wait()
+
+    def alltoallv(self, send: torch.Tensor, send_counts: Sequence[int],
+                  recv_counts: Sequence[int]) -> torch.Tensor:
+        """Blocking :meth:`alltoallv_async`."""
+        return self.alltoallv_async(send, send_counts, recv_counts).wait()
+
+    def broadcast_object(self, obj: Any, root: int = 0) -> Any:
+        """Every rank returns ``root``'s ``obj`` (small metadata only)."""
+        return self.allgather_object(obj if self.rank == root else None)[root]
+
+    def allreduce_scalar(self, value: float, op: str = "sum") -> float:
+        """Reduce one Python number across ranks (float64)."""
+        buf = torch.tensor([float(value)], dtype=torch.float64)
+        return float(self.allreduce(buf, op)[0])
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(rank={self.rank}, size={self.size})"
+
+
+def check_op(op: str) -> str:
+    """Validate a reduction name."""
+    if op not in REDUCE_OPS:
+        raise ValueError(f"unknown reduction op {op!r}; choose one of {', '.join(REDUCE_OPS)}")
+    return op
+
+
+def check_counts(counts: Sequence[int], size: int, what: str) -> list[int]:
+    """Normalise per-rank row counts to a list of ``size`` non-negative ints."""
+    counts = [int(c) for c in counts]
+    if len(counts) != size:
+        raise ValueError(f"{what} has {len(counts)} entries, expected one per rank ({size})")
+    if any(c < 0 for c in counts):
+        raise ValueError(f"{what} has a negative entry: {counts}")
+    return counts

@@ -1,0 +1,112 @@
+"""Halo plans and the halo exchange.
+
+A :class:`HaloPlan` says which owned rows this rank sends to each peer (``send_index`` grouped by
+peer, ``send_counts``) and how many halo rows arrive from each peer (``recv_counts``); halo rows
+from peer ``q`` form one contiguous block, in the order ``q`` sends them.
+
+Forward of the exchange gathers the requested rows and ``alltoallv``'s them; backward is the
+reverse ``alltoallv`` of the halo gradients (send and receive counts swapped) followed by an
+``index_add`` into the owners' rows, so a row needed by several peers gets all their gradients.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from ..comm import Communicator, Work
+
+
+@dataclass
+class CommStats:
+    """Counters the exchange updates; the engine reads and resets them every epoch."""
+
+    halo_wait_s: float = 0.0
+    halo_bytes_sent: int = 0
+    exchanges: int = 0
+
+    def reset(self) -> "CommStats":
+        snapshot = CommStats(self.halo_wait_s, self.halo_bytes_sent, self.exchanges)
+        self.halo_wait_s, self.halo_bytes_sent, self.exchanges = 0.0, 0, 0
+        return snapshot
+
+
+@dataclass
+class HaloPlan:
+    """Who sends which rows to whom, for one rank."""
+
+    comm: Communicator
+    num_owned: int
+    num_halo: int
+    send_index: torch.Tensor  # int64 [sum(send_counts)], local owned rows
+    send_counts: list
+    recv_counts: list
+    stats: CommStats = field(default_factory=CommStats)
+
+    @classmethod
+    def from_part_view(cls, view, comm: Communicator, device="cpu") -> "HaloPlan":
+        if view.num_parts != comm.size:
+            raise ValueError(f"the partition has {view.num_parts} parts but the job has "
+                             f"{comm.size} ranks; partition into {comm.size} parts")
+        return cls(comm=comm, num_owned=view.num_owned, num_halo=view.num_halo,
+                   send_index=torch.from_numpy(np.asarray(view.send_index, np.int64)).to(device),
+                   send_counts=[int(c) for c in view.send_counts],
+                   recv_counts=[int(c) for c in view.recv_counts])
+
+    @property
+    def exchanges_anything(self) -> bool:
+        return self.comm.size > 1
+
+    def post_forward(self, owned: torch.Tensor) -> Work:
+        """Start sending requested owned rows; ``wait()`` gives the halo rows [num_halo, F]."""
+        send = owned.index_select(0, self.send_index)
+        self.stats.halo_bytes_sent += send.numel() * send.element_size()
+        self.stats.exchanges += 1
+        return self.comm.alltoallv_async(send, self.send_counts, self.recv_counts)
+
+    def post_backward(self, halo_grad: torch.Tensor) -> Work:
+        """Start returning halo gradients to their owners; ``wait()`` gives the sent-row grads."""
+        halo_grad = halo_grad.contiguous()
+        self.stats.halo_bytes_sent += halo_grad.numel() * halo_grad.element_size()
+        self.stats.exchanges += 1
+        return self.comm.alltoallv_async(halo_grad, self.recv_counts, self.send_counts)
+
+    def wait(self, work: Work) -> torch.Tensor:
+        """Complete ``work``, charging the blocked time to ``stats.halo_wait_s``."""
+        start = time.perf_counter()
+        result = work.wait()
+        self.stats.halo_wait_s += time.perf_counter() - start
+        return result
+
+    def accumulate_into_owned(self, owned_grad: torch.Tensor, sent_grad: torch.Tensor):
+        """Add gradients that came back for sent rows into their owned rows (in place)."""
+        if sent_grad.shape[0]:
+            owned_grad.index_add_(0, self.send_index, sent_grad.to(owned_grad.dtype))
+        return owned_grad
+
+
+class HaloExchange(torch.autograd.Function):
+    """``halo = HaloExchange.apply(owned, plan)``: differentiable fetch of the halo rows."""
+
+    @staticmethod
+    def forward(ctx, owned: torch.Tensor, plan: HaloPlan) -> torch.Tensor:
+        ctx.plan = plan
+        ctx.num_owned = owned.shape[0]
+        return plan.wait(plan.post_forward(owned))
+
+    @staticmethod
+    def backward(ctx, halo_grad: torch.Tensor):
+        plan = ctx.plan
+        sent_grad = plan.wait(plan.post_backward(halo_grad))
+        owned_grad = halo_grad.new_zeros((ctx.num_owned, *halo_grad.shape[1:]))
+        return plan.accumulate_into_owned(owned_grad, sent_grad), None
+
+
+def exchange_halo(owned: torch.Tensor, plan: HaloPlan) -> torch.Tensor:
+    """Owned rows -> ``[owned; halo]`` rows (differentiable). One rank: returns ``owned``."""
+    if plan.num_halo == 0 and not plan.exchanges_anything:
+        return owned
+    return torch.cat([owned, HaloExchange.apply(owned, plan)], dim=0)

