@@ -1,0 +1,191 @@
+"""``load_dataset``: one entry point for known dataset names, generators and paths in any layout."""
+
+from __future__ import annotations
+
+import inspect
+import os
+from pathlib import Path
+
+from gnnscale.data.graph_data import GraphData
+from gnnscale.data.npz import npz_keys
+from gnnscale.errors import DataError
+
+# Known names -> (loader kind, candidate locations under the data root, first existing wins).
+_FILE_DATASETS = {
+    "cora": ("planetoid", ["Cora/raw", "Cora", "cora/raw", "cora"]),
+    "citeseer": ("planetoid", ["CiteSeer/raw", "CiteSeer", "citeseer/raw", "citeseer"]),
+    "pubmed": ("planetoid", ["PubMed/raw", "PubMed", "pubmed/raw", "pubmed"]),
+    **{name: ("heterophilous", [f"{name}/raw/{name}.npz", f"{name}/{name}.npz", f"{name}.npz"])
+       for name in ("tolokers", "minesweeper", "roman_empire", "amazon_ratings", "questions")},
+    **{name: ("snap", [f"SNAP-{name}/raw/{name}.txt.gz", f"{name}/raw/{name}.txt.gz",
+                       f"{name}.txt.gz", f"{name}.txt"])
+       for name in ("email-enron", "email-enron-cc1", "facebook-combined", "astro-ph-cc1")},
+}
+_GENERATED = ("sbm", "rmat")
+_ALIASES = {"roman-empire": "roman_empire", "amazon-ratings": "amazon_ratings",
+            "ca-astroph": "astro-ph-cc1"}
+_SNAP_FOLDERS = {"astro-ph-cc1": "SNAP-ca-astroph"}
+
+DATASET_NAMES = tuple(sorted(_FILE_DATASETS)) + _GENERATED
+"""Names :func:`load_dataset` knows (case-insensitive); anything else is taken as a path."""
+
+# Default R-MAT size for load_dataset("rmat") when no scale is given: 4,096 nodes.
+DEFAULT_RMAT_SCALE = 12
+
+
+def default_root() -> Path:
+    """The data root: ``$GNNSCALE_DATA_ROOT`` if set, else ``./data``."""
+    return Path(os.environ.get("GNNSCALE_DATA_ROOT") or "data")
+
+
+def load_dataset(name_or_path, root=None, *, split: int = 0, **options) -> GraphData:
+    """Load a dataset by name, generate one, or read a path in any supported layout.
+
+    Args:
+        name_or_path: a name from :data:`DATASET_NAMES` (case-insensitive): ``cora``,
+            ``citeseer``, ``pubmed`` (Planetoid raw pickles, looked up as ``<root>/Cora/raw`` or
+            ``<root>/Cora``), ``tolokers``, ``minesweeper``, ... (heterophilous-graphs npz, looked
+            up as ``<root>/<name>/raw/<name>.npz``), SNAP graphs (``email-enron``, ...);
+            ``sbm`` or ``rmat`` (generated, ``options`` go to :func:`generate_sbm` /
+            :func:`generate_rmat`; ``rmat`` defaults to ``scale=12``); or a path to a file or
+            directory whose layout is recognised from its contents (see :func:`load_path`).
+        root: data root for names; default ``$GNNSCALE_DATA_ROOT``, else ``./data``.
+        split: which split to use where a dataset has several (heterophilous: 0-9); for
+            generated splits (SNAP, rmat) it varies the split's seed.
+        options: keyword options for the format's loader (e.g. ``symmetrize``, ``scheme`` for
+            OGB, ``num_classes`` for structure-only graphs); unknown options raise an error.
+
+    Raises:
+        DataError: unknown name, missing or unreadable files, malformed content.
+    """
+    text = os.fspath(name_or_path)
+    key = _ALIASES.get(text.lower(), text.lower())
+    if key == "sbm":
+        from gnnscale.data.sbm import generate_sbm
+
+        return _call(generate_sbm, "the sbm generator", options)
+    if key == "rmat":
+        from gnnscale.data.rmat import generate_rmat
+
+        options = {"scale": DEFAULT_RMAT_SCALE, "split": split, **options}
+        return _call(generate_rmat, "the rmat generator", options)
+    root = Path(root) if root is not None else default_root()
+    if key in _FILE_DATASETS:
+        kind, candidates = _FILE_DATASETS[key]
+        if key in _SNAP_FOLDERS:
+            candidates = [f"{_SNAP_FOLDERS[key]}/raw/{key}.txt.gz"] + candidates
+        for candidate in candidates:
+            path = root / candidate
+            if path.exists():
+                return _load_kind(kind, path, split, {"name": key, **options})
+        looked = ", ".join(str(root / c) for c in candidates)
+        raise DataError(f"dataset {key!r} not found under data root {root} (looked for {looked}); "
+                        "pass root= / --data-root or set GNNSCALE_DATA_ROOT")
+    path = Path(text).expanduser()
+    if not path.exists() and (root / text).exists():
+        path = root / text
+    if path.exists():
+        return load_path(path, split=split, **options)
+    raise DataError(f"unknown dataset {text!r}: not a known name ({', '.join(DATASET_NAMES)}) "
+                    "and no such file or directory")
+
+
+def detect_format(path) -> tuple[str, Path]:
+    """Recognise the layout at ``path`` from its contents: ``(kind, path to load)``.
+
+    Kinds: ``planetoid`` (a folder with ``ind.<name>.graph``, or its parent with ``raw/``),
+    ``ogb`` (a folder with ``raw/edge.csv.gz`` and ``split/``), ``heterophilous`` (npz with
+    ``node_features``), ``scipy`` (an npz written by ``scipy.sparse.save_npz``), ``snap``
+    (``.txt``/``.txt.gz``/``.tsv``/``.edges`` edge list). A folder holding exactly one
+    recognisable file or dataset folder (directly or in ``raw/``) is looked through.
+    """
+    path = Path(path)
+    if path.is_dir():
+        if any(path.glob("ind.*.graph")) or any((path / "raw").glob("ind.*.graph")):
+            return "planetoid", path
+        if (path / "raw" / "edge.csv.gz").is_file() or (path / "raw" / "edge.csv").is_file():
+            return "ogb", path
+        found = [c for c in _children(path) if _recognisable(c)]
+        if len(found) == 1:
+            return detect_format(found[0])
+        if found:
+            names = ", ".join(str(c) for c in found)
+            raise DataError(f"folder {path} holds several datasets ({names}); pass one of them")
+        raise DataError(f"folder {path} holds no dataset in a known layout (Planetoid "
+                        "ind.<name>.*, OGB raw/ + split/, .npz, SNAP .txt[.gz])")
+    if not path.is_file():
+        raise DataError(f"path {path} does not exist")
+    name = path.name.lower()
+    if name.startswith("ind.") and name.endswith(".graph"):
+        return "planetoid", path.parent
+    if name.endswith(".npz"):
+        keys = npz_keys(path)
+        if keys is None:
+            raise DataError(f"{path} is not a readable .npz (zip) file")
+        if "node_features" in keys or "edges" in keys:
+            return "heterophilous", path
+        if "format" in keys and "shape" in keys:
+            return "scipy", path
+        raise DataError(f"{path} is an npz of unknown layout (arrays: {', '.join(keys)}); "
+                        "expected heterophilous-graphs keys (node_features, edges, ...) or a "
+                        "scipy.sparse.save_npz matrix")
+    if name.endswith(_SNAP_SUFFIXES):
+        return "snap", path
+    raise DataError(f"cannot tell the format of {path}: supported files are .npz "
+                    "(heterophilous-graphs or scipy.sparse) and SNAP edge lists "
+                    f"({', '.join(_SNAP_SUFFIXES)})")
+
+
+def load_path(path, *, split: int = 0, **options) -> GraphData:
+    """Load the dataset at ``path`` in whatever supported layout :func:`detect_format` finds."""
+    kind, target = detect_format(path)
+    return _load_kind(kind, target, split, options)
+
+
+_SNAP_SUFFIXES = (".txt", ".txt.gz", ".tsv", ".tsv.gz", ".edges", ".edges.gz", ".el", ".el.gz")
+
+
+def _children(folder: Path):
+    entries = sorted(folder.iterdir())
+    raw = folder / "raw"
+    if raw.is_dir():
+        entries += sorted(raw.iterdir())
+    return [e for e in entries if e.name not in ("raw", "processed") and not e.name.startswith(".")]
+
+
+def _recognisable(path: Path) -> bool:
+    name = path.name.lower()
+    if path.is_file():
+        return name.endswith(".npz") or name.endswith(_SNAP_SUFFIXES)
+    if path.is_dir():
+        return any(path.glob("ind.*.graph")) or any((path / "raw").glob("ind.*.graph")) or \
+            (path / "raw" / "edge.csv.gz").is_file()
+    return False
+
+
+def _load_kind(kind: str, path: Path, split: int, options: dict) -> GraphData:
+    if kind == "planetoid":
+        from gnnscale.data.planetoid import load_planetoid as loader
+    elif kind == "heterophilous":
+        from gnnscale.data.heterophilous import load_heterophilous as loader
+    elif kind == "snap":
+        from gnnscale.data.snap import load_snap as loader
+    elif kind == "ogb":
+        from gnnscale.data.ogb import load_ogb as loader
+    elif kind == "scipy":
+        from gnnscale.data.scipy_io import load_scipy as loader
+    else:  # pragma: no cover - detect_format only returns the kinds above
+        raise AssertionError(kind)
+    if kind == "planetoid":
+        options = {k: v for k, v in options.items() if k != "name"}  # prefix comes from files
+    return _call(loader, f"the {kind} loader", {"split": split, **options}, path)
+
+
+def _call(function, what: str, options: dict, *args):
+    accepted = inspect.signature(function).parameters
+    unknown = sorted(set(options) - set(accepted))
+    if unknown:
+        takes = ", ".join(p for p in accepted if p not in ("path", "folder"))
+        raise DataError(f"option {', '.join(map(repr, unknown))} is not understood by {what} "
+                        f"(it takes: {takes})")
+    return function(*args, **options)
