@@ -10,14 +10,17 @@ Depends on numpy, scipy, pymetis and numba only (no torch, no MPI, never ``gnnsc
 """
 
 from .base import Partition, Partitioner
-from .edge_cut import BlockPartitioner, MetisPartitioner, RandomPartitioner
+from .edge_cut import (BlockPartitioner, FennelPartitioner, LDGPartitioner, MetisPartitioner,
+                       RandomPartitioner)
 from .errors import PartitionError
 from .graph import CSRGraph, as_csr_graph
+from .vertex_cut import HDRFPartitioner, LibraPartitioner
 from .metrics import (edge_cut, format_summary_table, halo_counts, part_summary,
                       replication_factor)
 
 PARTITIONERS: dict[str, type[Partitioner]] = {
-    cls.name: cls for cls in (RandomPartitioner, BlockPartitioner, MetisPartitioner)
+    cls.name: cls for cls in (RandomPartitioner, BlockPartitioner, MetisPartitioner, LDGPartitioner,
+                              FennelPartitioner, LibraPartitioner, HDRFPartitioner)
 }
 
 

@@ -3,5 +3,7 @@
 from .block import BlockPartitioner
 from .metis import MetisPartitioner
 from .random import RandomPartitioner
+from .streaming import FennelPartitioner, LDGPartitioner
 
-__all__ = ["BlockPartitioner", "MetisPartitioner", "RandomPartitioner"]
+__all__ = ["BlockPartitioner", "FennelPartitioner", "LDGPartitioner", "MetisPartitioner",
+           "RandomPartitioner"]

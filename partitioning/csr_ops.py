@@ -1,0 +1,41 @@
+"""Compiled helpers on CSR arrays shared by the streaming partitioners."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True)
+def transpose_csr(indptr, indices, num_nodes):
+    """CSR by source from CSR by destination, in O(N + E) (a counting sort).
+
+    Returns ``(out_indptr, out_dst, out_eid)``: row ``u`` lists the destinations of edges
+    ``u -> v`` (ascending ``v``) and ``out_eid`` the position of each such edge in ``indices``.
+    """
+    num_edges = indices.shape[0]
+    out_indptr = np.zeros(num_nodes + 1, dtype=np.int64)
+    for j in range(num_edges):
+        out_indptr[indices[j] + 1] += 1
+    for u in range(num_nodes):
+        out_indptr[u + 1] += out_indptr[u]
+    cursor = out_indptr[:-1].copy()
+    out_dst = np.empty(num_edges, dtype=np.int64)
+    out_eid = np.empty(num_edges, dtype=np.int64)
+    for v in range(num_nodes):
+        for j in range(indptr[v], indptr[v + 1]):
+            u = indices[j]
+            out_dst[cursor[u]] = v
+            out_eid[cursor[u]] = j
+            cursor[u] += 1
+    return out_indptr, out_dst, out_eid
+
+
+@numba.njit(cache=True)
+def csr_destinations(indptr, num_edges):
+    """int64 ``[E]``: destination node of every edge of a CSR-by-destination graph."""
+    dst = np.empty(num_edges, dtype=np.int64)
+    for v in range(indptr.shape[0] - 1):
+        for j in range(indptr[v], indptr[v + 1]):
+            dst[j] = v
+    return dst

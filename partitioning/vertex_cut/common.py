@@ -1,0 +1,165 @@
+"""Shared machinery of the streaming vertex cuts: replica bitsets, least-loaded tracking, masters.
+
+Each node's replica set ``A(v)`` (the parts holding at least one of its edges) is a row of
+``ceil(P / 64)`` uint64 words, so memory is ``N * ceil(P / 64) * 8`` bytes and set operations
+are word-wise.
+
+Master choice (documented contract of ``Partition.node_parts`` for a vertex cut): a node's master
+is the replica holding most of its edges (in plus out), ties to the lowest part id. Nodes with no
+edges are placed, in a seeded random order, on the part with the fewest masters so far.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from ..csr_ops import transpose_csr
+
+
+def num_words(num_parts: int) -> int:
+    """uint64 words per replica-set row."""
+    return (num_parts + 63) // 64
+
+
+@numba.njit(cache=True, inline="always")
+def has_part(bits, v, p):
+    return (bits[v, p >> 6] >> np.uint64(p & 63)) & np.uint64(1)
+
+
+@numba.njit(cache=True, inline="always")
+def add_part(bits, v, p):
+    bits[v, p >> 6] |= np.uint64(1) << np.uint64(p & 63)
+
+
+@numba.njit(cache=True, inline="always")
+def is_empty(bits, v):
+    for w in range(bits.shape[1]):
+        if bits[v, w] != 0:
+            return False
+    return True
+
+
+@numba.njit(cache=True)
+def least_loaded_in(bits, v, loads, num_parts):
+    """Least loaded part of ``A(v)`` (lowest id on ties); -1 if the set is empty."""
+    best = -1
+    for w in range(bits.shape[1]):
+        word = bits[v, w]
+        while word != 0:
+            low = word & (~word + np.uint64(1))
+            bit = 0
+            while (low >> np.uint64(bit)) != np.uint64(1):
+                bit += 1
+            p = w * 64 + bit
+            if p < num_parts and (best < 0 or loads[p] < loads[best]):
+                best = p
+            word ^= low
+    return best
+
+
+@numba.njit(cache=True)
+def least_loaded_in_both(bits, u, v, loads, num_parts):
+    """Least loaded part of ``A(u) & A(v)`` (lowest id on ties); -1 if they do not intersect."""
+    best = -1
+    for w in range(bits.shape[1]):
+        word = bits[u, w] & bits[v, w]
+        while word != 0:
+            low = word & (~word + np.uint64(1))
+            bit = 0
+            while (low >> np.uint64(bit)) != np.uint64(1):
+                bit += 1
+            p = w * 64 + bit
+            if p < num_parts and (best < 0 or loads[p] < loads[best]):
+                best = p
+            word ^= low
+    return best
+
+
+@numba.njit(cache=True)
+def new_load_tracker(num_parts):
+    """State ``[min_load, parts_at_min, cursor]`` for loads that start at zero."""
+    return np.array([0, num_parts, 0], dtype=np.int64)
+
+
+@numba.njit(cache=True)
+def least_loaded(loads, tracker, num_parts):
+    """A part with the minimum load, scanning cyclically from the last answer.
+
+    Parts skipped are above the minimum and stay there until the minimum rises, so the cursor
+    goes round at most once per minimum level: amortised O(1) per call (O(E) in all).
+    """
+    q = tracker[2]
+    while loads[q] != tracker[0]:
+        q = (q + 1) % num_parts
+    tracker[2] = q
+    return q
+
+
+@numba.njit(cache=True)
+def add_load(loads, tracker, p, num_parts):
+    """``loads[p] += 1`` keeping the tracker's minimum exact (O(P) only when the minimum rises)."""
+    if loads[p] == tracker[0]:
+        tracker[1] -= 1
+    loads[p] += 1
+    if tracker[1] == 0:
+        tracker[0] += 1
+        count = 0
+        for q in range(num_parts):
+            if loads[q] == tracker[0]:
+                count += 1
+        tracker[1] = count
+
+
+@numba.njit(cache=True)
+def _masters(indptr, indices, out_indptr, out_eid, edge_parts, num_parts, order):
+    n = indptr.shape[0] - 1
+    masters = np.full(n, -1, dtype=np.int32)
+    counts = np.zeros(num_parts, dtype=np.int64)
+    mastered = np.zeros(num_parts, dtype=np.int64)
+    for v in range(n):
+        for j in range(indptr[v], indptr[v + 1]):
+            counts[edge_parts[j]] += 1
+        for j in range(out_indptr[v], out_indptr[v + 1]):
+            counts[edge_parts[out_eid[j]]] += 1
+        best = -1
+        for j in range(indptr[v], indptr[v + 1]):
+            p = edge_parts[j]
+            if best < 0 or counts[p] > counts[best] or (counts[p] == counts[best] and p < best):
+                best = p
+        for j in range(out_indptr[v], out_indptr[v + 1]):
+            p = edge_parts[out_eid[j]]
+            if best < 0 or counts[p] > counts[best] or (counts[p] == counts[best] and p < best):
+                best = p
+        for j in range(indptr[v], indptr[v + 1]):
+            counts[edge_parts[j]] = 0
+        for j in range(out_indptr[v], out_indptr[v + 1]):
+            counts[edge_parts[out_eid[j]]] = 0
+        if best >= 0:
+            masters[v] = best
+            mastered[best] += 1
+    for v in order:  # nodes without edges: fill the parts with the fewest masters
+        if masters[v] < 0:
+            best = 0
+            for q in range(1, num_parts):
+                if mastered[q] < mastered[best]:
+                    best = q
+            masters[v] = best
+            mastered[best] += 1
+    return masters
+
+
+def choose_masters(graph, edge_parts: np.ndarray, num_parts: int, seed: int,
+                   out_csr=None) -> np.ndarray:
+    """int32 ``[N]`` master part of every node (see the module docstring for the rule)."""
+    if out_csr is None:
+        out_csr = transpose_csr(graph.indptr, graph.indices, graph.num_nodes)
+    out_indptr, _, out_eid = out_csr
+    order = np.random.default_rng([seed, 1]).permutation(graph.num_nodes)
+    return _masters(graph.indptr, graph.indices, out_indptr, out_eid, edge_parts, num_parts,
+                    order)
+
+
+def degrees(graph) -> np.ndarray:
+    """int64 ``[N]`` total degree (in + out)."""
+    return graph.in_degree() + graph.out_degree()
