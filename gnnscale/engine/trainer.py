@@ -15,6 +15,7 @@ import torch
 from torch.nn import functional as F
 
 from ..comm import Communicator
+from ..nn import dropout as dropout_rng
 from ..parallel import allreduce_gradients
 from .local_problem import LocalProblem
 from .metrics import EpochRecord, global_loss_and_accuracy
@@ -45,6 +46,7 @@ class Trainer:
         self.optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
         self.epoch = 0
         torch.manual_seed(rank_seed(seed, comm.rank))
+        dropout_rng.manual_seed(rank_seed(seed, comm.rank))
 
     def train_step(self) -> tuple[float, dict]:
         """One forward/backward/allreduce/step. Returns (this rank's loss share, timings)."""

@@ -8,6 +8,7 @@ from torch.nn import functional as F
 
 from ..graph import LocalGraph
 from .conv import GCNLayer, SAGELayer
+from .dropout import dropout as fast_dropout
 
 LAYERS = {"gcn": GCNLayer, "sage": SAGELayer}
 MODEL_NAMES = tuple(LAYERS)
@@ -45,7 +46,7 @@ class GNN(nn.Module):
 
     def forward(self, x: torch.Tensor, graph: LocalGraph) -> torch.Tensor:
         for i, layer in enumerate(self.layers):
-            x = F.dropout(x, self.dropout, self.training)
+            x = fast_dropout(x, self.dropout, self.training)
             x = layer(x, graph)
             if i < len(self.layers) - 1:
                 x = F.relu(x)
