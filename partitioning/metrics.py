@@ -54,7 +54,8 @@ def part_summary(graph, partition: Partition, feature_bytes_per_row: int | None 
 
     Returns a dict with per-part int64 arrays ``nodes`` (owned or mastered), ``edges`` (in-edges
     of owned nodes; for a vertex cut, the edges assigned to the part), ``halo_nodes`` and
-    ``train_nodes`` (owned training nodes; zeros when ``graph`` has no ``train_mask``), and
+    ``train_nodes`` (owned training nodes; zeros when ``graph`` has no ``train_mask``), ``halo_peers``
+    (number of parts each part receives halo rows from: its messages per exchange), and
     scalars ``kind``, ``method``, ``num_parts``, ``num_nodes``, ``num_edges``, ``edge_cut``,
     ``edge_cut_fraction``, ``replication_factor``, ``halo_rows_total``, ``balance_nodes``,
     ``balance_edges``, ``balance_train``, ``time_s``, ``peak_memory_bytes``. With
@@ -75,6 +76,9 @@ def part_summary(graph, partition: Partition, feature_bytes_per_row: int | None 
     coo = presence.tocoo()
     foreign = partition.node_parts[coo.row] != coo.col
     halo = np.bincount(coo.col[foreign], minlength=p).astype(np.int64)
+    # distinct (receiving part, owner part) pairs: the peers each part receives halo rows from
+    pairs = np.unique(coo.col[foreign].astype(np.int64) * p + partition.node_parts[coo.row[foreign]])
+    peers = np.bincount(pairs // p, minlength=p).astype(np.int64)
     train_mask = get_train_mask(graph, g.num_nodes)
     if train_mask is None:
         train = np.zeros(p, dtype=np.int64)
@@ -84,7 +88,8 @@ def part_summary(graph, partition: Partition, feature_bytes_per_row: int | None 
     summary = {
         "kind": partition.kind, "method": partition.method, "num_parts": p,
         "num_nodes": g.num_nodes, "num_edges": g.num_edges,
-        "nodes": nodes, "edges": edges, "halo_nodes": halo, "train_nodes": train,
+        "nodes": nodes, "edges": edges, "halo_nodes": halo, "halo_peers": peers,
+        "train_nodes": train,
         "edge_cut": cut, "edge_cut_fraction": cut / g.num_edges if g.num_edges else 0.0,
         "replication_factor": float(presence.nnz / g.num_nodes),
         "halo_rows_total": int(halo.sum()),
