@@ -1,0 +1,77 @@
+"""``gnnscale train`` end to end: help, metrics file, and one-line errors on bad input."""
+
+import json
+import shutil
+
+import pytest
+
+from mpi_launch import gnnscale_cli
+
+pytestmark = pytest.mark.timeout(600)
+
+
+def assert_one_line_error(result, *fragments):
+    """Exit code 2, no traceback, and our error line exactly once naming every fragment."""
+    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr, result.stderr
+    lines = [line for line in result.stderr.splitlines() if "error" in line and "gnnscale" in line]
+    assert len(lines) == 1, result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+
+
+def test_help_lists_every_option_with_its_default():
+    top = gnnscale_cli(None, ["--help"])
+    assert top.returncode == 0 and "train" in top.stdout
+    result = gnnscale_cli(None, ["train", "--help"])
+    assert result.returncode == 0
+    for option, default in [("--epochs", "200"), ("--hidden", "16"), ("--lr", "0.01"),
+                            ("--weight-decay", "0.0005"), ("--partitioner", "metis"),
+                            ("--model", "gcn"), ("--dropout", "0.5"), ("--layers", "2")]:
+        assert option in result.stdout
+        assert f"(default: {default})" in result.stdout.replace("\n", " "), option
+
+
+def test_metrics_file_has_one_line_per_epoch_and_a_summary(tmp_path, datasets_root):
+    out = tmp_path / "m.jsonl"
+    result = gnnscale_cli(None, ["train", "--dataset", "cora", "--data-root", str(datasets_root),
+                                 "--epochs", "3", "--metrics-out", str(out), "--no-progress"])
+    assert result.returncode == 0, result.stderr
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["epoch"] for r in records[:3]] == [1, 2, 3]
+    for record in records[:3]:
+        assert {"epoch", "loss", "train_acc", "val_acc", "test_acc", "epoch_time_s"} <= set(record)
+    assert records[3]["summary"] is True and records[3]["epochs"] == 3
+    assert "where an epoch's time went" in result.stdout
+
+
+BAD_ARGS = [
+    (["--model", "gat9"], ["--model", "gat9"]),
+    (["--partitioner", "magic"], ["--partitioner", "magic"]),
+    (["--epochs", "0"], ["--epochs", "0"]),
+    (["--epochs", "-3"], ["--epochs", "-3"]),
+    (["--dataset", "/no/such/dataset"], ["/no/such/dataset"]),
+    (["--dataset", "nosuchname"], ["nosuchname"]),
+]
+
+
+@pytest.mark.parametrize("nprocs", [None, 2])
+@pytest.mark.parametrize("extra,fragments", BAD_ARGS)
+def test_bad_arguments_fail_with_one_line_on_every_rank(nprocs, extra, fragments):
+    result = gnnscale_cli(nprocs, ["train", "--epochs", "2", *extra], timeout=120)
+    assert_one_line_error(result, *fragments)
+
+
+def test_planetoid_folder_with_a_missing_file(tmp_path, datasets_root):
+    folder = tmp_path / "Cora"
+    shutil.copytree(datasets_root / "Cora", folder)
+    (folder / "raw" / "ind.cora.tx").unlink()
+    result = gnnscale_cli(2, ["train", "--dataset", str(folder), "--epochs", "2"], timeout=120)
+    assert_one_line_error(result, "ind.cora.tx")
+
+
+def test_more_ranks_than_nodes(tmp_path):
+    edges = tmp_path / "tiny.txt"
+    edges.write_text("# three nodes\n0\t1\n1\t2\n")
+    result = gnnscale_cli(4, ["train", "--dataset", str(edges), "--epochs", "2"], timeout=120)
+    assert_one_line_error(result, "4 ranks", "3 nodes")
