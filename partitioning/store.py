@@ -48,7 +48,7 @@ MANIFEST = "manifest.json"
 NODE_PARTS = "node_parts.npy"
 
 __all__ = ["FORMAT_VERSION", "write_store", "read_part", "read_manifest", "validate_store",
-           "part_file_name"]
+           "part_file_name", "check_target"]
 
 
 def part_file_name(part: int) -> str:
@@ -95,7 +95,11 @@ def _check_rows(name: str, array, num_nodes: int) -> np.ndarray | None:
     return array
 
 
-def _check_target(out_dir: Path, overwrite: bool) -> Path:
+def check_target(out_dir, overwrite: bool = False) -> Path:
+    """Refuse a store target that cannot be written (missing or unwritable parent, existing
+    folder without ``overwrite``, a non-store folder); return the parent. Cheap: call it before
+    long work so a bad ``--out`` fails at once."""
+    out_dir = Path(out_dir).absolute()
     parent = out_dir.parent
     if not parent.is_dir():
         raise PartitionError(f"cannot write store {out_dir}: parent folder {parent} does not exist")
@@ -103,7 +107,7 @@ def _check_target(out_dir: Path, overwrite: bool) -> Path:
         raise PartitionError(f"cannot write store {out_dir}: folder {parent} is not writable")
     if out_dir.exists() and not overwrite:
         raise PartitionError(
-            f"store folder {out_dir} already exists; remove it or pass overwrite=True")
+            f"store folder {out_dir} already exists; remove it or pass overwrite=True (--overwrite)")
     if out_dir.exists() and not (out_dir / MANIFEST).is_file():
         raise PartitionError(
             f"refusing to replace {out_dir}: it exists and is not a partition store")
@@ -128,7 +132,7 @@ def write_store(out_dir, graph, partition: Partition, x=None, y=None, masks=None
         behind on failure.
     """
     out_dir = Path(out_dir).absolute()
-    parent = _check_target(out_dir, overwrite)
+    parent = check_target(out_dir, overwrite)
     g = as_csr_graph(graph)
     partition.validate(g)
     n = g.num_nodes
@@ -149,7 +153,7 @@ def write_store(out_dir, graph, partition: Partition, x=None, y=None, masks=None
     except OSError as exc:
         raise PartitionError(f"cannot write store {out_dir}: {exc.strerror}") from None
     try:
-        manifest = _write_files(tmp, g, partition, x, y, masks, extra)
+        manifest = _write_files(tmp, graph, g, partition, x, y, masks, extra)
         _install(tmp, out_dir)
     except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -161,8 +165,8 @@ def write_store(out_dir, graph, partition: Partition, x=None, y=None, masks=None
     return manifest
 
 
-def _write_files(tmp: Path, g, partition: Partition, x, y, masks, extra) -> dict:
-    summary = part_summary(g, partition)
+def _write_files(tmp: Path, graph, g, partition: Partition, x, y, masks, extra) -> dict:
+    summary = part_summary(graph, partition)  # the original object: it may carry a train_mask
     files = {"node_parts": _write_synced(tmp / NODE_PARTS,
                                          lambda fh: np.save(fh, partition.node_parts))}
     parts = []

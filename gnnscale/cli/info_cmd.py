@@ -1,0 +1,58 @@
+"""``gnnscale info DIR``: validate a partition store and print its summary."""
+
+from __future__ import annotations
+
+import json
+
+from .common import formatter, say
+
+
+def add_parser(subparsers) -> None:
+    """Register ``info`` with every option and its default."""
+    p = subparsers.add_parser(
+        "info", help="validate a partition store and print its summary",
+        description="Check every file of a partition store against its sha256 checksum and the "
+                    "parts against each other (every node owned once, edges add up, send and "
+                    "receive lists agree), then print what the store holds.",
+        formatter_class=formatter)
+    p.add_argument("store", metavar="DIR", help="partition store folder (from gnnscale partition)")
+    p.add_argument("--json", action="store_true",
+                   help="print the summary as JSON instead of text")
+    p.set_defaults(func=run)
+
+
+def format_store_summary(summary: dict) -> str:
+    """Human-readable text of :func:`partitioning.store.validate_store`'s result."""
+    q = summary.get("summary") or {}
+    data = summary.get("data") or {}
+    x = data.get("x")
+    lines = [
+        f"store {summary['store']}: OK (format version {summary['format_version']}, "
+        f"{summary['total_bytes'] / 2**20:.1f} MiB)",
+        f"dataset {summary['extra'].get('dataset', '?')}: {summary['num_nodes']:,} nodes, "
+        f"{summary['num_edges']:,} edges" + (f", features {x['row_shape']} {x['dtype']}"
+                                             if x else ", no features"),
+        f"method {summary['method']} ({summary['kind']}), {summary['num_parts']} parts, "
+        f"params {json.dumps(summary['params'])}",
+    ]
+    if q:
+        lines.append(f"edge cut {q['edge_cut']:,} ({100 * q['edge_cut_fraction']:.1f}%), "
+                     f"replication factor {q['replication_factor']:.3f}, balance nodes "
+                     f"{q['balance_nodes']:.3f} edges {q['balance_edges']:.3f} train "
+                     f"{q['balance_train']:.3f}")
+        lines.append(f"per part: nodes {min(q['nodes'])}-{max(q['nodes'])}, halo "
+                     f"{min(q['halo_nodes'])}-{max(q['halo_nodes'])}, file "
+                     f"{min(summary['part_bytes']) / 2**20:.2f}-"
+                     f"{max(summary['part_bytes']) / 2**20:.2f} MiB")
+    if data.get("masks"):
+        lines.append(f"masks: {', '.join(data['masks'])}")
+    return "\n".join(lines)
+
+
+def run(args) -> int:
+    """Validate the store; print the summary. Damaged stores exit with code 2."""
+    from partitioning.store import validate_store
+
+    summary = validate_store(args.store)
+    say(json.dumps(summary, indent=1) if args.json else format_store_summary(summary))
+    return 0

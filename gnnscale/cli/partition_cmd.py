@@ -1,0 +1,128 @@
+"""``gnnscale partition``: partition a dataset and write a partition store (one file per rank)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+from .common import formatter, say
+
+DEFAULT_DATA_ROOT = os.environ.get("GNNSCALE_DATA_ROOT", "./data")
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def method_param(text: str) -> tuple[str, object]:
+    """argparse type: ``KEY=VALUE``; VALUE is read as JSON when it parses (numbers, lists, null),
+    else kept as a string."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key.isidentifier():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        value = raw
+    return key, tuple(value) if isinstance(value, list) else value
+
+
+def add_dataset_arguments(parser) -> None:
+    """``--dataset``, ``--data-root``, ``--num-nodes``, ``--split`` (shared with ``tune``)."""
+    data = parser.add_argument_group("data")
+    data.add_argument("--dataset", default="sbm",
+                      help="dataset name (cora, citeseer, facebook-combined, sbm, rmat, ...) or "
+                           "a path to a dataset file or folder")
+    data.add_argument("--data-root", default=DEFAULT_DATA_ROOT,
+                      help="folder holding named datasets ($GNNSCALE_DATA_ROOT)")
+    data.add_argument("--num-nodes", type=positive_int, default=None,
+                      help="size of a generated graph (sbm); None means the generator's default")
+    data.add_argument("--split", type=int, default=0,
+                      help="which split to use where a dataset ships several")
+
+
+def load_graph(args):
+    """Load the dataset named by the shared data arguments."""
+    from ..data import load_dataset
+
+    options = {"num_nodes": args.num_nodes} if args.num_nodes else {}
+    return load_dataset(args.dataset, root=args.data_root, split=args.split, **options)
+
+
+def method_params(args) -> dict:
+    """Partitioner keyword parameters from ``--param`` and ``--balance``."""
+    params = dict(args.param or [])
+    if getattr(args, "balance", None):
+        params["balance"] = tuple(b.strip() for b in args.balance.split(",") if b.strip())
+    return params
+
+
+def add_parser(subparsers) -> None:
+    """Register ``partition`` with every option and its default."""
+    from partitioning import PARTITIONERS
+
+    p = subparsers.add_parser(
+        "partition", help="partition a dataset into a store that ranks read one part each",
+        description="Partition a dataset and write a partition store: a manifest (format "
+                    "version, graph statistics, method, parameters, checksums) and one file per "
+                    "part with the owned nodes, local CSR with halo columns, send/receive "
+                    "lists, features, labels and masks. `mpirun -n PARTS gnnscale train "
+                    "--partitions OUT` then makes each rank read only its own part.",
+        formatter_class=formatter)
+    add_dataset_arguments(p)
+    part = p.add_argument_group("partitioning")
+    part.add_argument("--method", default="metis", choices=sorted(PARTITIONERS),
+                      help="partitioner (edge cut: random, block, metis, ldg, fennel; vertex "
+                           "cut: libra, hdrf)")
+    part.add_argument("--parts", type=positive_int, required=True,
+                      help="number of parts (= MPI ranks that will train on the store)")
+    part.add_argument("--seed", type=int, default=0, help="partitioner seed")
+    part.add_argument("--balance", default=None,
+                      help="metis only: comma-separated balance targets from nodes, edges, "
+                           "train (e.g. nodes,edges,train); None means the method's own (nodes)")
+    part.add_argument("--param", type=method_param, action="append", default=None,
+                      metavar="KEY=VALUE",
+                      help="extra partitioner parameter, repeatable (e.g. slack=1.05, "
+                           "passes=3, imbalance=0.05)")
+    out = p.add_argument_group("output")
+    out.add_argument("--out", required=True, metavar="DIR",
+                     help="store folder to create; its parent must exist")
+    out.add_argument("--overwrite", action="store_true",
+                     help="replace an existing store at --out (atomically) instead of refusing")
+    out.add_argument("--feature-bytes", type=positive_int, default=None,
+                     help="bytes per feature row for the halo-volume report; None means "
+                          "4 x the dataset's feature width")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    """Partition, print the quality table, write the store. Returns the exit code."""
+    from partitioning import format_summary_table, make_partitioner, part_summary
+    from partitioning.store import check_target, write_store
+
+    check_target(args.out, args.overwrite)  # fail before the long work, write nothing
+    partitioner = make_partitioner(args.method, num_parts=args.parts, seed=args.seed,
+                                   **method_params(args))
+    data = load_graph(args)
+    say(f"gnnscale partition: {data.summary()}")
+    partition = partitioner.fit(data)
+    row_bytes = args.feature_bytes or 4 * max(data.num_features, 1)
+    say(format_summary_table(part_summary(data, partition, feature_bytes_per_row=row_bytes)))
+    masks = {"train": data.train_mask, "val": data.val_mask, "test": data.test_mask}
+    manifest = write_store(args.out, data, partition, x=data.x, y=data.y, masks=masks,
+                           extra_meta={"dataset": data.name, "split": args.split,
+                                       "num_classes": data.num_classes},
+                           overwrite=args.overwrite)
+    size = sum(e["bytes"] for e in manifest["parts"]) + sum(
+        e["bytes"] for e in manifest["files"].values())
+    say(f"wrote {args.out}: {args.parts} parts, {size / 2**20:.1f} MiB "
+        f"(run: mpirun -n {args.parts} gnnscale train --partitions {args.out})")
+    return 0
