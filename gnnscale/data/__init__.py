@@ -3,20 +3,15 @@
 ``load_dataset(name_or_path)`` reads Planetoid raw pickles, heterophilous-graphs npz files,
 SNAP edge lists, OGB node-property folders and scipy sparse npz files, or generates a
 stochastic block model (``sbm``) or R-MAT (``rmat``) graph. PyG and DGL objects convert with
-``GraphData.from_pyg``/``to_pyg`` and :mod:`gnnscale.data.dgl_io`.
+``GraphData.from_pyg``/``to_pyg`` and :func:`from_dgl`/:func:`to_dgl`.
 """
 
+from gnnscale.data.dgl_io import from_dgl, to_dgl
 from gnnscale.data.graph_data import GraphData
 from gnnscale.data.load import DATASET_NAMES, detect_format, load_dataset, load_path
+from gnnscale.data.rmat import generate_rmat
 from gnnscale.data.sbm import generate_sbm
-
-
-def generate_rmat(*args, **kwargs):
-    """Generate an R-MAT graph; see :func:`gnnscale.data.rmat.generate_rmat`."""
-    from gnnscale.data.rmat import generate_rmat as _generate_rmat
-
-    return _generate_rmat(*args, **kwargs)
-
+from gnnscale.data.scipy_io import save_scipy
 
 __all__ = ["GraphData", "load_dataset", "load_path", "detect_format", "generate_sbm",
-           "generate_rmat", "DATASET_NAMES"]
+           "generate_rmat", "DATASET_NAMES", "from_dgl", "to_dgl", "save_scipy"]

@@ -24,7 +24,7 @@ _FILE_DATASETS = {
 _GENERATED = ("sbm", "rmat")
 _ALIASES = {"roman-empire": "roman_empire", "amazon-ratings": "amazon_ratings",
             "ca-astroph": "astro-ph-cc1"}
-_SNAP_FOLDERS = {"astro-ph-cc1": "SNAP-ca-astroph"}
+_SNAP_FOLDERS = {"astro-ph-cc1": "SNAP-ca-astroph", "email-enron-cc1": "SNAP-email-enron"}
 
 DATASET_NAMES = tuple(sorted(_FILE_DATASETS)) + _GENERATED
 """Names :func:`load_dataset` knows (case-insensitive); anything else is taken as a path."""
@@ -47,11 +47,13 @@ def load_dataset(name_or_path, root=None, *, split: int = 0, **options) -> Graph
             ``<root>/Cora``), ``tolokers``, ``minesweeper``, ... (heterophilous-graphs npz, looked
             up as ``<root>/<name>/raw/<name>.npz``), SNAP graphs (``email-enron``, ...);
             ``sbm`` or ``rmat`` (generated, ``options`` go to :func:`generate_sbm` /
-            :func:`generate_rmat`; ``rmat`` defaults to ``scale=12``); or a path to a file or
+            :func:`generate_rmat`; ``rmat`` defaults to ``scale=12`` and turns ``num_nodes``
+            into the smallest scale with that many nodes); or a path to a file or
             directory whose layout is recognised from its contents (see :func:`load_path`).
         root: data root for names; default ``$GNNSCALE_DATA_ROOT``, else ``./data``.
         split: which split to use where a dataset has several (heterophilous: 0-9); for
-            generated splits (SNAP, rmat) it varies the split's seed.
+            generated splits (SNAP, rmat, scipy files without masks) it varies the split's
+            seed; Planetoid and OGB have one split (0); ``sbm`` ignores it (use ``seed``).
         options: keyword options for the format's loader (e.g. ``symmetrize``, ``scheme`` for
             OGB, ``num_classes`` for structure-only graphs); unknown options raise an error.
 
@@ -67,6 +69,9 @@ def load_dataset(name_or_path, root=None, *, split: int = 0, **options) -> Graph
     if key == "rmat":
         from gnnscale.data.rmat import generate_rmat
 
+        if "num_nodes" in options and "scale" not in options:
+            # Nodes come in powers of two: the smallest scale with at least num_nodes nodes.
+            options["scale"] = max(1, int(options.pop("num_nodes") - 1).bit_length())
         options = {"scale": DEFAULT_RMAT_SCALE, "split": split, **options}
         return _call(generate_rmat, "the rmat generator", options)
     root = Path(root) if root is not None else default_root()
@@ -103,7 +108,7 @@ def detect_format(path) -> tuple[str, Path]:
     if path.is_dir():
         if any(path.glob("ind.*.graph")) or any((path / "raw").glob("ind.*.graph")):
             return "planetoid", path
-        if (path / "raw" / "edge.csv.gz").is_file() or (path / "raw" / "edge.csv").is_file():
+        if _is_ogb(path):
             return "ogb", path
         found = [c for c in _children(path) if _recognisable(c)]
         if len(found) == 1:
@@ -156,11 +161,19 @@ def _children(folder: Path):
 def _recognisable(path: Path) -> bool:
     name = path.name.lower()
     if path.is_file():
-        return name.endswith(".npz") or name.endswith(_SNAP_SUFFIXES)
+        if name.endswith(".nodes.npz"):  # a scipy adjacency's sidecar, not a dataset itself
+            return False
+        return name.endswith(".npz") or name.endswith(_SNAP_SUFFIXES) or \
+            (name.startswith("ind.") and name.endswith(".graph"))
     if path.is_dir():
         return any(path.glob("ind.*.graph")) or any((path / "raw").glob("ind.*.graph")) or \
-            (path / "raw" / "edge.csv.gz").is_file()
+            _is_ogb(path)
     return False
+
+
+def _is_ogb(path: Path) -> bool:
+    return ((path / "raw" / "edge.csv.gz").is_file() or (path / "raw" / "edge.csv").is_file()) \
+        and (path / "split").is_dir()
 
 
 def _load_kind(kind: str, path: Path, split: int, options: dict) -> GraphData:
