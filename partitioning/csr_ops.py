@@ -6,36 +6,39 @@ import numba
 import numpy as np
 
 
-@numba.njit(cache=True)
+# Output arrays are allocated in Python, not inside compiled code, so that tracemalloc (and
+# with it Partition.peak_memory_bytes) sees them.
+
+
 def transpose_csr(indptr, indices, num_nodes):
     """CSR by source from CSR by destination, in O(N + E) (a counting sort).
 
     Returns ``(out_indptr, out_dst, out_eid)``: row ``u`` lists the destinations of edges
     ``u -> v`` (ascending ``v``) and ``out_eid`` the position of each such edge in ``indices``.
     """
-    num_edges = indices.shape[0]
     out_indptr = np.zeros(num_nodes + 1, dtype=np.int64)
+    out_dst = np.empty(indices.shape[0], dtype=np.int64)
+    out_eid = np.empty(indices.shape[0], dtype=np.int64)
+    _transpose(indptr, indices, num_nodes, out_indptr, out_dst, out_eid)
+    return out_indptr, out_dst, out_eid
+
+
+@numba.njit(cache=True)
+def _transpose(indptr, indices, num_nodes, out_indptr, out_dst, out_eid):
+    num_edges = indices.shape[0]
     for j in range(num_edges):
         out_indptr[indices[j] + 1] += 1
     for u in range(num_nodes):
         out_indptr[u + 1] += out_indptr[u]
     cursor = out_indptr[:-1].copy()
-    out_dst = np.empty(num_edges, dtype=np.int64)
-    out_eid = np.empty(num_edges, dtype=np.int64)
     for v in range(num_nodes):
         for j in range(indptr[v], indptr[v + 1]):
             u = indices[j]
             out_dst[cursor[u]] = v
             out_eid[cursor[u]] = j
             cursor[u] += 1
-    return out_indptr, out_dst, out_eid
 
 
-@numba.njit(cache=True)
 def csr_destinations(indptr, num_edges):
     """int64 ``[E]``: destination node of every edge of a CSR-by-destination graph."""
-    dst = np.empty(num_edges, dtype=np.int64)
-    for v in range(indptr.shape[0] - 1):
-        for j in range(indptr[v], indptr[v + 1]):
-            dst[j] = v
-    return dst
+    return np.repeat(np.arange(indptr.shape[0] - 1, dtype=np.int64), np.diff(indptr))

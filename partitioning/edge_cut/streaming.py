@@ -31,9 +31,7 @@ LDG, FENNEL = 0, 1
 
 @numba.njit(cache=True)
 def _stream_nodes(in_indptr, in_idx, out_indptr, out_idx, order, num_parts, capacity, mode,
-                  alpha, gamma, passes):
-    n = in_indptr.shape[0] - 1
-    parts = np.full(n, -1, dtype=np.int32)
+                  alpha, gamma, passes, parts):
     sizes = np.zeros(num_parts, dtype=np.int64)
     conn = np.zeros(num_parts, dtype=np.float64)
     for _ in range(passes):
@@ -73,7 +71,6 @@ def _stream_nodes(in_indptr, in_idx, out_indptr, out_idx, order, num_parts, capa
                     conn[p] = 0.0
             if old >= 0:
                 conn[old] = 0.0
-    return parts
 
 
 class _StreamingPartitioner(Partitioner):
@@ -97,9 +94,9 @@ class _StreamingPartitioner(Partitioner):
         out_indptr, out_dst, _ = transpose_csr(graph.indptr, graph.indices, n)
         order = np.random.default_rng(self.seed).permutation(n)
         alpha, gamma = self._alpha_gamma(graph)
-        node_parts = _stream_nodes(graph.indptr, graph.indices, out_indptr, out_dst, order, p,
-                                   capacity, self._mode, alpha, gamma,
-                                   int(self.method_params["passes"]))
+        node_parts = np.full(n, -1, dtype=np.int32)
+        _stream_nodes(graph.indptr, graph.indices, out_indptr, out_dst, order, p, capacity,
+                      self._mode, alpha, gamma, int(self.method_params["passes"]), node_parts)
         return node_parts, None
 
 

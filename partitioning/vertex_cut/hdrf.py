@@ -37,11 +37,9 @@ def _score(bits, u, v, p, theta_u, theta_v, loads, max_load, min_load, lam, eps)
 
 
 @numba.njit(cache=True)
-def _hdrf(src, dst, order, num_nodes, num_parts, words, lam, eps):
-    bits = np.zeros((num_nodes, words), dtype=np.uint64)
-    partial = np.zeros(num_nodes, dtype=np.int64)
+def _hdrf(src, dst, order, num_parts, lam, eps, bits, partial, edge_parts):
+    words = bits.shape[1]
     loads = np.zeros(num_parts, dtype=np.int64)
-    edge_parts = np.empty(src.shape[0], dtype=np.int32)
     max_load = 0
     tracker = new_load_tracker(num_parts)
     for e in order:
@@ -104,8 +102,12 @@ class HDRFPartitioner(Partitioner):
         p = self.num_parts
         order = np.random.default_rng(self.seed).permutation(graph.num_edges)
         dst = csr_destinations(graph.indptr, graph.num_edges)
-        edge_parts = _hdrf(graph.indices, dst, order, graph.num_nodes, p, num_words(p),
-                           float(self.method_params["lam"]), float(self.method_params["eps"]))
+        bits = np.zeros((graph.num_nodes, num_words(p)), dtype=np.uint64)  # replica sets
+        partial = np.zeros(graph.num_nodes, dtype=np.int64)  # partial degrees
+        edge_parts = np.empty(graph.num_edges, dtype=np.int32)
+        _hdrf(graph.indices, dst, order, p, float(self.method_params["lam"]),
+              float(self.method_params["eps"]), bits, partial, edge_parts)
+        del bits, partial
         del dst, order
         out_csr = transpose_csr(graph.indptr, graph.indices, graph.num_nodes)
         return choose_masters(graph, edge_parts, p, self.seed, out_csr), edge_parts

@@ -26,10 +26,8 @@ from .common import (add_load, add_part, choose_masters, degrees, is_empty, leas
 
 
 @numba.njit(cache=True)
-def _libra(src, dst, order, degree, num_nodes, num_parts, words):
-    bits = np.zeros((num_nodes, words), dtype=np.uint64)
+def _libra(src, dst, order, degree, num_parts, bits, edge_parts):
     loads = np.zeros(num_parts, dtype=np.int64)
-    edge_parts = np.empty(src.shape[0], dtype=np.int32)
     tracker = new_load_tracker(num_parts)
     for e in order:
         u = src[e]
@@ -71,8 +69,10 @@ class LibraPartitioner(Partitioner):
         rng = np.random.default_rng(self.seed)
         order = rng.permutation(graph.num_edges)
         dst = csr_destinations(graph.indptr, graph.num_edges)
-        edge_parts = _libra(graph.indices, dst, order, degrees(graph), graph.num_nodes, p,
-                            num_words(p))
+        bits = np.zeros((graph.num_nodes, num_words(p)), dtype=np.uint64)  # replica sets
+        edge_parts = np.empty(graph.num_edges, dtype=np.int32)
+        _libra(graph.indices, dst, order, degrees(graph), p, bits, edge_parts)
+        del bits
         del dst, order
         out_csr = transpose_csr(graph.indptr, graph.indices, graph.num_nodes)
         return choose_masters(graph, edge_parts, p, self.seed, out_csr), edge_parts
