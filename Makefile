@@ -18,10 +18,10 @@ $(STAMP): pyproject.toml constraints.txt
 
 demo: venv
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/mpirun -n 4 --oversubscribe -x OMP_NUM_THREADS=1 \
-		$(BIN)/gnnscale train --dataset sbm --epochs 100
+		$(BIN)/gnnscale train --dataset sbm --num-nodes 20000 --hidden 64 --epochs 100
 
 test: venv
-	PATH=$(CURDIR)/$(BIN):$$PATH OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q tests
+	PATH=$(CURDIR)/$(BIN):$$PATH OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests
 
 clean:
 	rm -rf $(VENV) build *.egg-info
