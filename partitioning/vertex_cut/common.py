@@ -4,9 +4,11 @@ Each node's replica set ``A(v)`` (the parts holding at least one of its edges) i
 ``ceil(P / 64)`` uint64 words, so memory is ``N * ceil(P / 64) * 8`` bytes and set operations
 are word-wise.
 
-Master choice (documented contract of ``Partition.node_parts`` for a vertex cut): a node's master
-is the replica holding most of its edges (in plus out), ties to the lowest part id. Nodes with no
-edges are placed, in a seeded random order, on the part with the fewest masters so far.
+Master choice (documented contract of ``Partition.node_parts`` for a vertex cut), parameter
+``master`` of the vertex-cut partitioners: ``"most_edges"`` (default) makes a node's master the
+replica holding most of its edges (in plus out), ties to the lowest part id; ``"balanced"`` picks
+the replica with the fewest masters so far (see :func:`choose_masters`). Nodes with no edges are
+placed, in a seeded random order, on the part with the fewest masters so far.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import numba
 import numpy as np
 
 from ..csr_ops import transpose_csr
+from ..errors import PartitionError
 
 
 def num_words(num_parts: int) -> int:
@@ -111,26 +114,43 @@ def add_load(loads, tracker, p, num_parts):
         tracker[1] = count
 
 
+MASTER_RULES = ("most_edges", "balanced")
+
+
+def check_master(rule) -> None:
+    """Refuse an unknown master rule."""
+    if rule not in MASTER_RULES:
+        raise PartitionError(f"master={rule!r} must be one of {MASTER_RULES}")
+
+
 @numba.njit(cache=True)
-def _masters(indptr, indices, out_indptr, out_eid, edge_parts, num_parts, order):
-    n = indptr.shape[0] - 1
-    masters = np.full(n, -1, dtype=np.int32)
+def _better(p, best, counts, mastered, balanced):
+    if best < 0:
+        return True
+    if balanced and mastered[p] != mastered[best]:
+        return mastered[p] < mastered[best]
+    if counts[p] != counts[best]:
+        return counts[p] > counts[best]
+    return p < best
+
+
+@numba.njit(cache=True)
+def _masters(indptr, indices, out_indptr, out_eid, edge_parts, num_parts, order, balanced,
+             masters):
     counts = np.zeros(num_parts, dtype=np.int64)
     mastered = np.zeros(num_parts, dtype=np.int64)
-    for v in range(n):
+    for v in order:
         for j in range(indptr[v], indptr[v + 1]):
             counts[edge_parts[j]] += 1
         for j in range(out_indptr[v], out_indptr[v + 1]):
             counts[edge_parts[out_eid[j]]] += 1
         best = -1
         for j in range(indptr[v], indptr[v + 1]):
-            p = edge_parts[j]
-            if best < 0 or counts[p] > counts[best] or (counts[p] == counts[best] and p < best):
-                best = p
+            if _better(edge_parts[j], best, counts, mastered, balanced):
+                best = edge_parts[j]
         for j in range(out_indptr[v], out_indptr[v + 1]):
-            p = edge_parts[out_eid[j]]
-            if best < 0 or counts[p] > counts[best] or (counts[p] == counts[best] and p < best):
-                best = p
+            if _better(edge_parts[out_eid[j]], best, counts, mastered, balanced):
+                best = edge_parts[out_eid[j]]
         for j in range(indptr[v], indptr[v + 1]):
             counts[edge_parts[j]] = 0
         for j in range(out_indptr[v], out_indptr[v + 1]):
@@ -146,18 +166,26 @@ def _masters(indptr, indices, out_indptr, out_eid, edge_parts, num_parts, order)
                     best = q
             masters[v] = best
             mastered[best] += 1
-    return masters
 
 
 def choose_masters(graph, edge_parts: np.ndarray, num_parts: int, seed: int,
-                   out_csr=None) -> np.ndarray:
-    """int32 ``[N]`` master part of every node (see the module docstring for the rule)."""
+                   rule: str = "most_edges", out_csr=None) -> np.ndarray:
+    """int32 ``[N]`` master part of every node.
+
+    ``rule="most_edges"``: the replica holding most of the node's edges (ties: lowest part).
+    ``rule="balanced"``: nodes in a seeded random order each take the replica with the fewest
+    masters so far (ties: most edges, then lowest part), which evens out owned nodes (features,
+    labels, loss terms) at the cost of some locality.
+    Nodes without edges go, in a seeded random order, to the part with the fewest masters.
+    """
     if out_csr is None:
         out_csr = transpose_csr(graph.indptr, graph.indices, graph.num_nodes)
     out_indptr, _, out_eid = out_csr
     order = np.random.default_rng([seed, 1]).permutation(graph.num_nodes)
-    return _masters(graph.indptr, graph.indices, out_indptr, out_eid, edge_parts, num_parts,
-                    order)
+    masters = np.full(graph.num_nodes, -1, dtype=np.int32)
+    _masters(graph.indptr, graph.indices, out_indptr, out_eid, edge_parts, num_parts, order,
+             rule == "balanced", masters)
+    return masters
 
 
 def degrees(graph) -> np.ndarray:

@@ -22,8 +22,8 @@ import numpy as np
 from ..base import Partitioner
 from ..csr_ops import csr_destinations, transpose_csr
 from ..errors import PartitionError
-from .common import (add_load, add_part, choose_masters, has_part, least_loaded,
-                     new_load_tracker, num_words)
+from .common import (add_load, add_part, check_master, choose_masters, has_part,
+                     least_loaded, new_load_tracker, num_words)
 
 
 @numba.njit(cache=True)
@@ -86,17 +86,20 @@ class HDRFPartitioner(Partitioner):
         lam: weight of the balance term (default 1.0; larger balances edges more tightly at the
             cost of replication).
         eps: small constant in the balance term's denominator (default 1.0).
+        master: how each node's master replica is chosen, ``"most_edges"`` (default) or
+            ``"balanced"`` (see :func:`.common.choose_masters`).
     """
 
     name = "hdrf"
     kind = "vertex_cut"
-    defaults = {"lam": 1.0, "eps": 1.0}
+    defaults = {"lam": 1.0, "eps": 1.0, "master": "most_edges"}
 
     def _check_params(self):
         for key in ("lam", "eps"):
             value = self.method_params[key]
             if not isinstance(value, (int, float)) or value <= 0:
                 raise PartitionError(f"{key}={value!r} must be a positive number")
+        check_master(self.method_params["master"])
 
     def _partition(self, graph, train_mask):
         p = self.num_parts
@@ -110,4 +113,5 @@ class HDRFPartitioner(Partitioner):
         del bits, partial
         del dst, order
         out_csr = transpose_csr(graph.indptr, graph.indices, graph.num_nodes)
-        return choose_masters(graph, edge_parts, p, self.seed, out_csr), edge_parts
+        return choose_masters(graph, edge_parts, p, self.seed, self.method_params["master"],
+                              out_csr), edge_parts

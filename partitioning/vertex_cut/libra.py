@@ -21,8 +21,9 @@ import numpy as np
 
 from ..base import Partitioner
 from ..csr_ops import csr_destinations, transpose_csr
-from .common import (add_load, add_part, choose_masters, degrees, is_empty, least_loaded,
-                     least_loaded_in, least_loaded_in_both, new_load_tracker, num_words)
+from .common import (add_load, add_part, check_master, choose_masters, degrees, is_empty,
+                     least_loaded, least_loaded_in, least_loaded_in_both, new_load_tracker,
+                     num_words)
 
 
 @numba.njit(cache=True)
@@ -58,11 +59,16 @@ class LibraPartitioner(Partitioner):
     Args:
         num_parts: number of parts.
         seed: seed of the random edge order and of the placement of isolated nodes (default 0).
+        master: how each node's master replica is chosen, ``"most_edges"`` (default) or
+            ``"balanced"`` (see :func:`.common.choose_masters`).
     """
 
     name = "libra"
     kind = "vertex_cut"
-    defaults: dict = {}
+    defaults = {"master": "most_edges"}
+
+    def _check_params(self):
+        check_master(self.method_params["master"])
 
     def _partition(self, graph, train_mask):
         p = self.num_parts
@@ -75,4 +81,5 @@ class LibraPartitioner(Partitioner):
         del bits
         del dst, order
         out_csr = transpose_csr(graph.indptr, graph.indices, graph.num_nodes)
-        return choose_masters(graph, edge_parts, p, self.seed, out_csr), edge_parts
+        return choose_masters(graph, edge_parts, p, self.seed, self.method_params["master"],
+                              out_csr), edge_parts

@@ -83,3 +83,18 @@ def test_replication_below_random_on_facebook(num_parts):
     for name in VERTEX_CUT:
         rf = replication_factor(g, make_partitioner(name, num_parts=num_parts, seed=0).fit(g))
         assert rf < 0.7 * baseline, (name, rf, baseline)
+
+
+@pytest.mark.parametrize("name", VERTEX_CUT)
+def test_balanced_masters_even_out_owned_nodes(name):
+    g = load_snap("SNAP-facebook-combined", "facebook-combined.txt.gz")
+    skewed = make_partitioner(name, num_parts=32, seed=0).fit(g)
+    even = make_partitioner(name, num_parts=32, seed=0, master="balanced").fit(g)
+    np.testing.assert_array_equal(skewed.edge_parts, even.edge_parts)  # same edges
+    assert part_summary(g, even)["balance_nodes"] < 1.05
+    assert part_summary(g, even)["balance_nodes"] < part_summary(g, skewed)["balance_nodes"]
+    src, dst = g.edge_index()
+    for v in range(0, g.num_nodes, 97):  # the master is still one of the node's replicas
+        assert even.node_parts[v] in set(even.edge_parts[(src == v) | (dst == v)])
+    with pytest.raises(PartitionError, match="master='nope'"):
+        make_partitioner(name, num_parts=2, master="nope")
