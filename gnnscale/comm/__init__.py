@@ -1,26 +1,47 @@
 """The collective layer: one :class:`Communicator` interface, one backend per file.
 
-``init()`` returns the communicator for this process: MPI when launched by ``mpirun``/``mpiexec``
-(or ``srun`` with an MPI library), a world of one in a plain ``python`` process.
+``init()`` returns the communicator for this process:
+
+- ``"mpi"`` (:mod:`.mpi`): mpi4py; CPU tensors; a threaded ring for large allreduces.
+- ``"torch"`` (:mod:`.torch_dist`): torch.distributed, gloo on CPU and NCCL on GPU.
+- ``"single"`` (:mod:`.single`): a world of one, so every code path runs in plain ``python``.
+- ``"auto"``: MPI under ``mpirun``/``mpiexec``/``srun``, torch under ``torchrun``, else single.
+
+Hierarchical allreduce over node groups is :class:`HierarchicalCommunicator`. How launchers are
+recognised is documented in :mod:`.launch`; how hangs are avoided in :mod:`.guard`.
 """
 
 from __future__ import annotations
 
 from .base import Communicator, Work
+from .guard import (CollectiveMismatchError, CommTimeoutError, PeerFailedError,
+                    install_failure_handler, report_failure)
+from .hierarchical import HierarchicalCommunicator, node_groups
 from .launch import LaunchInfo, detect_launch, env_rank
 from .single import SingleCommunicator
 
-BACKENDS = ("auto", "mpi", "single")
+BACKENDS = ("auto", "mpi", "torch", "single")
 
-__all__ = ["Communicator", "Work", "SingleCommunicator", "LaunchInfo", "detect_launch",
-           "env_rank", "init", "BACKENDS"]
+__all__ = ["Communicator", "Work", "SingleCommunicator", "HierarchicalCommunicator", "LaunchInfo",
+           "detect_launch", "env_rank", "init", "BACKENDS", "CollectiveMismatchError",
+           "CommTimeoutError", "PeerFailedError", "node_groups", "report_failure"]
 
 
-def init(backend: str = "auto") -> Communicator:
+def init(backend: str = "auto", *, timeout: float | None = None, check: bool | None = None,
+         device: str | None = None) -> Communicator:
     """Create the communicator for this process.
 
-    backend: ``"auto"`` (MPI under an MPI launcher or srun, otherwise a world of one),
-    ``"mpi"`` or ``"single"``.
+    Args:
+        backend: ``"auto"``, ``"mpi"``, ``"torch"`` or ``"single"`` (see the module doc).
+        timeout: seconds a collective may wait before :class:`CommTimeoutError` (default
+            ``$GNNSCALE_COMM_TIMEOUT`` or 300).
+        check: compare call signatures across ranks before each collective so mismatches
+            raise :class:`CollectiveMismatchError` (default ``$GNNSCALE_COMM_CHECK`` or on).
+        device: torch backend only: ``"cpu"`` (gloo), ``"cuda"`` (gloo + NCCL), None = CUDA
+            if available.
+
+    With more than one rank, an uncaught exception on any rank prints its traceback, tells the
+    other ranks (they raise :class:`PeerFailedError` naming it) and aborts the job.
     """
     from ..errors import CommError
 
@@ -29,16 +50,25 @@ def init(backend: str = "auto") -> Communicator:
                         f"{', '.join(BACKENDS)}")
     launch = detect_launch()
     if backend == "auto":
-        backend = "mpi" if launch.launcher in ("mpi", "slurm") else "single"
+        backend = {"mpi": "mpi", "slurm": "mpi", "torchrun": "torch"}.get(launch.launcher,
+                                                                          "single")
     if backend == "single":
         if launch.size > 1:
             raise CommError(f"backend 'single' was asked for, but the launcher started "
                             f"{launch.size} ranks; use backend 'mpi' or launch one process")
         return SingleCommunicator()
-    try:
-        from .mpi import MPICommunicator
+    if backend == "torch":
+        from .torch_dist import TorchCommunicator
 
-        return MPICommunicator()
-    except ImportError as exc:  # mpi4py missing or its MPI library not loadable
-        raise CommError(f"backend 'mpi' needs mpi4py with a working MPI library ({exc}); "
-                        f"install gnnscale's dependencies (`make venv`)") from None
+        comm = TorchCommunicator.create(launch, timeout=timeout, check=check, device=device)
+    else:
+        try:
+            from .mpi import MPICommunicator
+
+            comm = MPICommunicator(timeout=timeout, check=check)
+        except ImportError as exc:  # mpi4py missing or its MPI library not loadable
+            raise CommError(f"backend 'mpi' needs mpi4py with a working MPI library ({exc}); "
+                            f"install gnnscale's dependencies (`make venv`)") from None
+    if comm.size > 1:
+        install_failure_handler(comm.rank, comm.guard.board, comm.abort_job)
+    return comm

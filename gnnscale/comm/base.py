@@ -101,6 +101,13 @@ class Communicator(abc.ABC):
         """Blocking :meth:`alltoallv_async`."""
         return self.alltoallv_async(send, send_counts, recv_counts).wait()
 
+    def reduce(self, tensor: torch.Tensor, root: int = 0, op: str = "sum") -> torch.Tensor:
+        """Reduce ``tensor`` onto ``root`` in place; other ranks' tensors are left unspecified.
+
+        This default is an allreduce; backends override it with a real reduce.
+        """
+        return self.allreduce(tensor, op)
+
     def broadcast_object(self, obj: Any, root: int = 0) -> Any:
         """Every rank returns ``root``'s ``obj`` (small metadata only)."""
         return self.allgather_object(obj if self.rank == root else None)[root]

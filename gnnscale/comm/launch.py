@@ -1,16 +1,34 @@
 """Find out how this process was launched: rank and size from the launcher's environment.
 
 Recognised launchers (first match wins):
+
 - Open MPI ``mpirun``/``mpiexec``: ``OMPI_COMM_WORLD_RANK`` / ``OMPI_COMM_WORLD_SIZE``
-- MPICH / Intel MPI (Hydra): ``PMI_RANK`` / ``PMI_SIZE``
-- PMIx-based launchers: ``PMIX_RANK``
-- Slurm ``srun``: ``SLURM_PROCID`` / ``SLURM_NTASKS``
-- ``torchrun``: ``RANK`` / ``WORLD_SIZE`` (with ``MASTER_ADDR``/``MASTER_PORT``)
+  (``OMPI_COMM_WORLD_LOCAL_RANK`` for the rank on this host). Example::
+
+      mpirun -n 4 python train.py            # add --oversubscribe for more ranks than cores
+
+- MPICH / Intel MPI (Hydra ``mpiexec``): ``PMI_RANK`` / ``PMI_SIZE`` (``MPI_LOCALRANKID``).
+- PMIx-based launchers (``prun``, Open MPI 5 internals): ``PMIX_RANK``.
+- Slurm ``srun``: ``SLURM_PROCID`` / ``SLURM_NTASKS`` / ``SLURM_LOCALID`` inside a job step
+  (``SLURM_STEP_ID``). With an MPI library wired to Slurm (PMI/PMIx) both backends work;
+  without it the torch backend meets at ``MASTER_ADDR`` (default: the first host of
+  ``SLURM_STEP_NODELIST``) on ``MASTER_PORT`` (default ``20000 + SLURM_JOB_ID % 20000``)::
+
+      srun -N 2 --ntasks-per-node 4 python train.py --backend torch
+
+- ``torchrun``: ``RANK`` / ``WORLD_SIZE`` / ``LOCAL_RANK``, rendezvous at
+  ``MASTER_ADDR``/``MASTER_PORT`` (torchrun sets them)::
+
+      torchrun --nproc-per-node 4 train.py   # gnnscale.comm.init() picks backend "torch"
+
+``mpirun`` with ``init(backend="torch")`` needs nothing else: rank 0 picks a free port and
+shares it through MPI (see :mod:`.torch_dist`).
 """
 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 
 _MPI_VARS = (("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"), ("PMI_RANK", "PMI_SIZE"),
@@ -52,3 +70,27 @@ def detect_launch(environ=None) -> LaunchInfo:
 def env_rank() -> int:
     """This process's rank as the launcher set it (0 when not launched by one)."""
     return detect_launch().rank
+
+
+def first_host(nodelist: str) -> str:
+    """The first host of a Slurm node list: ``"gpu[07-09,12],cpu1"`` -> ``"gpu07"``."""
+    match = re.match(r"\s*([^,\[]+)(?:\[([^\]]+)\])?", nodelist)
+    if not match or not match.group(1):
+        raise ValueError(f"cannot read a host name from the Slurm node list {nodelist!r}")
+    prefix, ranges = match.group(1), match.group(2)
+    if ranges is None:
+        return prefix
+    return prefix + ranges.split(",")[0].split("-")[0]
+
+
+def slurm_rendezvous(environ=None) -> tuple[str, int]:
+    """(address, port) where the ranks of a Slurm step meet when there is no MPI."""
+    env = os.environ if environ is None else environ
+    address = env.get("MASTER_ADDR")
+    if not address:
+        nodelist = env.get("SLURM_STEP_NODELIST") or env.get("SLURM_JOB_NODELIST")
+        if not nodelist:
+            raise ValueError("under srun without MPI set MASTER_ADDR (no SLURM_STEP_NODELIST)")
+        address = first_host(nodelist)
+    port = int(env.get("MASTER_PORT") or 20000 + int(env.get("SLURM_JOB_ID", 0)) % 20000)
+    return address, port

@@ -1,17 +1,40 @@
 """MPI backend (mpi4py). CPU tensors are handed to MPI as NumPy views: no copies.
 
 Data types NumPy cannot describe (bfloat16) travel as raw 16-bit words for data movement; for
-reductions they are summed in float32 and rounded back, since MPI has no bfloat16 sum.
+small reductions they are summed in float32 and rounded back, since MPI has no bfloat16 sum.
+
+Two channels keep every rank's calls in the same order without locks:
+
+- small collectives are posted as MPI non-blocking calls from the caller's thread, in program
+  order, on ``mpi_comm``;
+- allreduces of at least ``ring_min_bytes`` (default :data:`RING_MIN_BYTES`, or
+  ``$GNNSCALE_RING_MIN_BYTES``) run as a segmented ring (:mod:`.ring`) on a communication thread
+  (:mod:`.worker`) over a duplicate communicator, in submission order. They make progress while
+  the caller computes (gradient buckets during backward), which MPI's own non-blocking
+  collectives on CPUs mostly do not.
+
+Checked mode and deadlines come from :mod:`.guard`.
 """
 
 from __future__ import annotations
 
+import os
+import pickle
+import time
 from typing import Any, Sequence
 
 import numpy as np
 import torch
 
 from .base import Communicator, Work, check_counts, check_op
+from .guard import (CallSignature, FailureBoard, Guard, MPIFailureBoard, signature_length)
+from .ring import ring_allreduce
+from .worker import CommWorker
+
+RING_MIN_BYTES = 256 * 1024
+ENV_RING_MIN_BYTES = "GNNSCALE_RING_MIN_BYTES"
+_RING_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64,
+                torch.int32)
 
 
 def _mpi():
@@ -32,18 +55,57 @@ def _as_numpy(tensor: torch.Tensor) -> np.ndarray:
     return tensor.detach().numpy()
 
 
+_WORLD_BOARD: list = []
+
+
+def world_failure_board() -> FailureBoard:
+    """The process's failure board on ``MPI.COMM_WORLD`` (created once, collectively)."""
+    if not _WORLD_BOARD:
+        MPI = _mpi()
+        _WORLD_BOARD.append(MPIFailureBoard(MPI.COMM_WORLD) if MPI.COMM_WORLD.Get_size() > 1
+                            else FailureBoard())
+    return _WORLD_BOARD[0]
+
+
 class MPICommunicator(Communicator):
-    """Communicator over an ``mpi4py`` communicator (``MPI.COMM_WORLD`` by default)."""
+    """Communicator over an ``mpi4py`` communicator (``MPI.COMM_WORLD`` by default).
+
+    Args:
+        mpi_comm: the mpi4py communicator (default ``MPI.COMM_WORLD``).
+        timeout: seconds before a collective is declared stuck (see :mod:`.guard`).
+        check: checked mode (signatures compared before each collective); default on.
+        ring_min_bytes: allreduces at least this large use the threaded ring.
+        guard: share an existing :class:`~.guard.Guard` (used by :meth:`split`).
+    Construction is collective over ``mpi_comm`` (it duplicates it for the side channels).
+    """
 
     backend = "mpi"
 
-    def __init__(self, mpi_comm=None):
+    def __init__(self, mpi_comm=None, *, timeout: float | None = None, check: bool | None = None,
+                 ring_min_bytes: int | None = None, guard: Guard | None = None,
+                 name: str = "world"):
         MPI = _mpi()
         self._MPI = MPI
         self.mpi_comm = MPI.COMM_WORLD if mpi_comm is None else mpi_comm
         self._rank = self.mpi_comm.Get_rank()
         self._size = self.mpi_comm.Get_size()
         self._ops = {"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN}
+        self.name = name
+        if guard is None:
+            is_world = MPI.Comm.Compare(self.mpi_comm, MPI.COMM_WORLD) in (MPI.IDENT,
+                                                                           MPI.CONGRUENT)
+            board = world_failure_board() if is_world or _WORLD_BOARD else FailureBoard()
+            guard = Guard(self._rank, self._size, timeout, check, board)
+        self.guard = guard
+        if ring_min_bytes is None:
+            ring_min_bytes = int(os.environ.get(ENV_RING_MIN_BYTES, RING_MIN_BYTES))
+        self.ring_min_bytes = int(ring_min_bytes)
+        multi = self._size > 1
+        self._sig_comm = self.mpi_comm.Dup() if multi and guard.check else None
+        self._ring_comm = self.mpi_comm.Dup() if multi else None
+        self._sig_len = signature_length(self._size)
+        self._seq = 0
+        self._worker: CommWorker | None = None
 
     @property
     def rank(self) -> int:
@@ -53,20 +115,103 @@ class MPICommunicator(Communicator):
     def size(self) -> int:
         return self._size
 
+    # -- plumbing -------------------------------------------------------------------------
+    def _post_signature(self, sig: CallSignature):
+        """Start the signature allgather (program order); None when checking is off."""
+        self._seq += 1
+        if self._sig_comm is None:
+            return None
+        vec = sig.encode(self._seq, self._size)
+        rows = np.empty((self._size, self._sig_len), dtype=np.int64)
+        return self._sig_comm.Iallgather(vec, rows), rows, vec
+
+    def _label(self, sig: CallSignature):
+        seq = self._seq
+        return lambda: f"{sig.describe()} (call #{seq} on {self.name})"
+
+    def _finish_signature(self, pending, what, started: float) -> None:
+        if pending is not None:
+            request, rows, _vec = pending
+            self.guard.wait(request.Test, what, started)
+            self.guard.verify(rows, what())
+
+    def _begin(self, sig: CallSignature):
+        """Post and complete the signature check; returns (label, start time)."""
+        started = time.monotonic()
+        pending = self._post_signature(sig)
+        what = self._label(sig)
+        self._finish_signature(pending, what, started)
+        return what, started
+
+    def _wait_request(self, request, what, started, finish=None) -> Work:
+        def complete():
+            self.guard.wait(request.Test, what, started)
+            return finish() if finish is not None else None
+
+        return Work(complete)
+
+    def _use_ring(self, tensor: torch.Tensor) -> bool:
+        return (self._size > 1 and tensor.dtype in _RING_DTYPES
+                and tensor.numel() * tensor.element_size() >= self.ring_min_bytes)
+
+    def _get_worker(self) -> CommWorker:
+        if self._worker is None:
+            self._worker = CommWorker(f"gnnscale-comm-{self.name}")
+        return self._worker
+
+    # -- collectives ----------------------------------------------------------------------
     def allreduce_async(self, tensor: torch.Tensor, op: str = "sum") -> Work:
         check_op(op)
-        if tensor.dtype in (torch.bfloat16, torch.float16):
-            wide = tensor.float()
-            request = self.mpi_comm.Iallreduce(self._MPI.IN_PLACE, _as_numpy(wide), op=self._ops[op])
+        buffer = _as_numpy(tensor)  # validates device and layout
+        if self._size == 1:
+            return Work(result=tensor)
+        sig = CallSignature("allreduce", op, tensor.dtype, tuple(tensor.shape))
+        started = time.monotonic()
+        if self._use_ring(tensor):
+            pending = self._post_signature(sig)
+            what = self._label(sig)
+            MPI = self._MPI
 
-            def finish():
-                request.Wait()
-                tensor.copy_(wide)
+            def ring_job():
+                self._finish_signature(pending, what, started)
+                ring_allreduce(self._ring_comm, tensor.view(-1), op,
+                               lambda reqs: self.guard.wait(lambda: MPI.Request.Testall(reqs),
+                                                            what, started))
                 return tensor
 
-            return Work(finish)
-        request = self.mpi_comm.Iallreduce(self._MPI.IN_PLACE, _as_numpy(tensor), op=self._ops[op])
-        return Work(lambda: (request.Wait(), tensor)[1])
+            job = self._get_worker().submit(ring_job)
+
+            def finish_ring():
+                self.guard.wait(job.done.is_set, what, started, block=job.done.wait)
+                return job.outcome()
+
+            return Work(finish_ring)
+        what, started = self._begin(sig)
+        if tensor.dtype in (torch.bfloat16, torch.float16):
+            wide = tensor.float()
+            request = self.mpi_comm.Iallreduce(self._MPI.IN_PLACE, _as_numpy(wide),
+                                               op=self._ops[op])
+            return self._wait_request(request, what, started, lambda: tensor.copy_(wide))
+        request = self.mpi_comm.Iallreduce(self._MPI.IN_PLACE, buffer, op=self._ops[op])
+        return self._wait_request(request, what, started, lambda: tensor)
+
+    def reduce(self, tensor: torch.Tensor, root: int = 0, op: str = "sum") -> torch.Tensor:
+        check_op(op)
+        _as_numpy(tensor)
+        if self._size == 1:
+            return tensor
+        what, started = self._begin(CallSignature("reduce", op, tensor.dtype,
+                                                  tuple(tensor.shape), root))
+        wide = tensor.float() if tensor.dtype in (torch.bfloat16, torch.float16) else tensor
+        buffer = _as_numpy(wide)
+        if self._rank == root:
+            request = self.mpi_comm.Ireduce(self._MPI.IN_PLACE, buffer, op=self._ops[op], root=root)
+        else:
+            request = self.mpi_comm.Ireduce(buffer, None, op=self._ops[op], root=root)
+        self._wait_request(request, what, started).wait()
+        if wide is not tensor and self._rank == root:
+            tensor.copy_(wide)
+        return tensor
 
     def alltoallv_async(self, send: torch.Tensor, send_counts: Sequence[int],
                         recv_counts: Sequence[int]) -> Work:
@@ -76,41 +221,71 @@ class MPICommunicator(Communicator):
             raise ValueError(f"alltoallv: send has {send.shape[0]} rows but send_counts sum to "
                              f"{sum(send_counts)}")
         send = send.contiguous()
-        row = int(np.prod(send.shape[1:], dtype=np.int64))
         recv = torch.empty((sum(recv_counts), *send.shape[1:]), dtype=send.dtype)
+        send_np, recv_np = _as_numpy(send).reshape(-1), _as_numpy(recv).reshape(-1)
+        what, started = self._begin(CallSignature("alltoallv", None, send.dtype,
+                                                  tuple(send.shape), -1, tuple(send_counts),
+                                                  tuple(recv_counts)))
+        row = int(np.prod(send.shape[1:], dtype=np.int64))
         s_counts = np.asarray(send_counts, dtype=np.int64) * row
         r_counts = np.asarray(recv_counts, dtype=np.int64) * row
         s_displs = np.concatenate(([0], np.cumsum(s_counts)[:-1]))
         r_displs = np.concatenate(([0], np.cumsum(r_counts)[:-1]))
-        send_np, recv_np = _as_numpy(send).reshape(-1), _as_numpy(recv).reshape(-1)
         request = self.mpi_comm.Ialltoallv([send_np, (s_counts, s_displs)],
                                            [recv_np, (r_counts, r_displs)])
-
-        def finish(_keep_alive=(send, send_np)):  # MPI reads the send buffer until Wait
-            request.Wait()
-            return recv
-
-        return Work(finish)
+        keep_alive = (send, send_np)  # MPI reads the send buffer until the wait
+        return self._wait_request(request, what, started, lambda: (keep_alive, recv)[1])
 
     def allgather(self, tensor: torch.Tensor) -> torch.Tensor:
         tensor = tensor.contiguous()
         out = torch.empty((self._size, *tensor.shape), dtype=tensor.dtype)
-        self.mpi_comm.Allgather(_as_numpy(tensor).reshape(-1), _as_numpy(out).reshape(-1))
-        return out
+        what, started = self._begin(CallSignature("allgather", None, tensor.dtype,
+                                                  tuple(tensor.shape)))
+        request = self.mpi_comm.Iallgather(_as_numpy(tensor).reshape(-1),
+                                           _as_numpy(out).reshape(-1))
+        return self._wait_request(request, what, started, lambda: out).wait()
 
     def broadcast(self, tensor: torch.Tensor, root: int = 0) -> torch.Tensor:
-        self.mpi_comm.Bcast(_as_numpy(tensor).reshape(-1), root=root)
-        return tensor
+        if not 0 <= root < self._size:
+            raise ValueError(f"broadcast root {root} out of range for {self._size} ranks")
+        buffer = _as_numpy(tensor).reshape(-1)
+        what, started = self._begin(CallSignature("broadcast", None, tensor.dtype,
+                                                  tuple(tensor.shape), root))
+        request = self.mpi_comm.Ibcast(buffer, root=root)
+        return self._wait_request(request, what, started, lambda: tensor).wait()
 
     def allgather_object(self, obj: Any) -> list:
-        return self.mpi_comm.allgather(obj)
+        payload = np.frombuffer(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL),
+                                dtype=np.uint8)
+        what, started = self._begin(CallSignature("allgather_object"))
+        lengths = np.empty(self._size, dtype=np.int64)
+        self._wait_request(self.mpi_comm.Iallgather(np.array([payload.size], dtype=np.int64),
+                                                    lengths), what, started).wait()
+        data = np.empty(int(lengths.sum()), dtype=np.uint8)
+        displs = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+        request = self.mpi_comm.Iallgatherv(payload, [data, (lengths, displs)])
+        self._wait_request(request, what, started).wait()
+        return [pickle.loads(data[d:d + n].tobytes()) for d, n in zip(displs, lengths)]
 
     def barrier(self) -> None:
-        self.mpi_comm.Barrier()
+        what, started = self._begin(CallSignature("barrier"))
+        self._wait_request(self.mpi_comm.Ibarrier(), what, started).wait()
 
     def split(self, color: int, key: int | None = None) -> "MPICommunicator":
+        self._begin(CallSignature("split"))
         sub = self.mpi_comm.Split(int(color), self._rank if key is None else int(key))
-        return MPICommunicator(sub)
+        return MPICommunicator(sub, guard=self.guard.for_group(sub.Get_size()),
+                               ring_min_bytes=self.ring_min_bytes,
+                               name=f"{self.name}/split({int(color)})")
 
     def abort(self, exit_code: int = 1) -> None:
+        self.guard.board.post(f"rank {self._MPI.COMM_WORLD.Get_rank()} called abort({exit_code})")
+        self.abort_job(exit_code)
+
+    def abort_job(self, exit_code: int = 1) -> None:
+        """Abort every rank now, without a failure notice (the failure handler posts one)."""
+        import sys
+
+        sys.stdout.flush()
+        sys.stderr.flush()
         self._MPI.COMM_WORLD.Abort(exit_code)
