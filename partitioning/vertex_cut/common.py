@@ -43,36 +43,42 @@ def is_empty(bits, v):
     return True
 
 
-@numba.njit(cache=True)
-def least_loaded_in(bits, v, loads, num_parts):
-    """Least loaded part of ``A(v)`` (lowest id on ties); -1 if the set is empty."""
-    best = -1
-    for w in range(bits.shape[1]):
-        word = bits[v, w]
-        while word != 0:
-            low = word & (~word + np.uint64(1))
-            bit = 0
-            while (low >> np.uint64(bit)) != np.uint64(1):
-                bit += 1
-            p = w * 64 + bit
-            if p < num_parts and (best < 0 or loads[p] < loads[best]):
-                best = p
-            word ^= low
-    return best
+# De Bruijn table: index of the single set bit of a uint64 in O(1) (numba has no ctz intrinsic).
+_DEBRUIJN = np.uint64(0x03F79D71B4CB0A89)
+_DEBRUIJN_INDEX = np.zeros(64, dtype=np.int64)
+for _i in range(64):
+    _DEBRUIJN_INDEX[((1 << _i) * 0x03F79D71B4CB0A89 & (2**64 - 1)) >> 58] = _i
+
+ANY, BOTH, ONLY_FIRST = 0, 1, 2  # which set: A(u), A(u) & A(v), A(u) & ~A(v)
+
+
+@numba.njit(cache=True, inline="always")
+def _masked_word(bits, u, v, w, mode):
+    if mode == ANY:
+        return bits[u, w]
+    if mode == BOTH:
+        return bits[u, w] & bits[v, w]
+    return bits[u, w] & ~bits[v, w]
 
 
 @numba.njit(cache=True)
-def least_loaded_in_both(bits, u, v, loads, num_parts):
-    """Least loaded part of ``A(u) & A(v)`` (lowest id on ties); -1 if they do not intersect."""
+def least_loaded_in(bits, u, v, mode, loads, num_parts, lightest):
+    """Least loaded part of the set selected by ``mode`` (see ``ANY``, ``BOTH``,
+    ``ONLY_FIRST``); -1 if the set is empty.
+
+    ``lightest`` is a globally least loaded part: when it is in the set it is the answer at once
+    (hubs are replicated almost everywhere, so this saves scanning their sets). Otherwise the
+    set's parts are visited in O(popcount) and ties go to the lowest part id.
+    """
+    w = lightest >> 6
+    if (_masked_word(bits, u, v, w, mode) >> np.uint64(lightest & 63)) & np.uint64(1):
+        return lightest
     best = -1
     for w in range(bits.shape[1]):
-        word = bits[u, w] & bits[v, w]
+        word = _masked_word(bits, u, v, w, mode)
         while word != 0:
             low = word & (~word + np.uint64(1))
-            bit = 0
-            while (low >> np.uint64(bit)) != np.uint64(1):
-                bit += 1
-            p = w * 64 + bit
+            p = w * 64 + _DEBRUIJN_INDEX[(low * _DEBRUIJN) >> np.uint64(58)]
             if p < num_parts and (best < 0 or loads[p] < loads[best]):
                 best = p
             word ^= low

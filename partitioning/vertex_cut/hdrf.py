@@ -9,9 +9,11 @@ seen so far, this one included), ``theta(u) = d(u) / (d(u) + d(v))`` and replica
   (prefer parts that already hold the lower-degree endpoint: hubs get replicated);
 * ``C_bal(p) = lam * (maxload - load(p)) / (eps + maxload - minload)``.
 
-Only parts in ``A(u) | A(v)`` and one least-loaded part can win, so each edge costs
-``O(|A(u)| + |A(v)|)`` plus the bitset words. Ties go to the lowest part id. Masters: see
-:mod:`.common`.
+``C_rep`` takes one value on each of ``A(u) & A(v)``, ``A(u) - A(v)``, ``A(v) - A(u)`` and the
+rest, and ``C_bal`` falls with the load, so the winner is the least loaded part of one of these
+four sets: only four candidates are scored per edge (exactly the full argmax; among equally
+loaded parts of a set the choice is deterministic, see :func:`.common.least_loaded_in`).
+Masters: see :mod:`.common`.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ import numpy as np
 from ..base import Partitioner
 from ..csr_ops import csr_destinations, transpose_csr
 from ..errors import PartitionError
-from .common import (add_load, add_part, check_master, choose_masters, has_part,
-                     least_loaded, new_load_tracker, num_words)
+from .common import (BOTH, ONLY_FIRST, add_load, add_part, check_master, choose_masters,
+                     has_part, least_loaded, least_loaded_in, new_load_tracker, num_words)
 
 
 @numba.njit(cache=True)
@@ -38,8 +40,8 @@ def _score(bits, u, v, p, theta_u, theta_v, loads, max_load, min_load, lam, eps)
 
 @numba.njit(cache=True)
 def _hdrf(src, dst, order, num_parts, lam, eps, bits, partial, edge_parts):
-    words = bits.shape[1]
     loads = np.zeros(num_parts, dtype=np.int64)
+    candidates = np.empty(4, dtype=np.int64)
     max_load = 0
     tracker = new_load_tracker(num_parts)
     for e in order:
@@ -52,22 +54,19 @@ def _hdrf(src, dst, order, num_parts, lam, eps, bits, partial, edge_parts):
         theta_v = 1.0 - theta_u
         lightest = least_loaded(loads, tracker, num_parts)
         min_load = loads[lightest]
-        best = lightest
-        best_score = _score(bits, u, v, lightest, theta_u, theta_v, loads, max_load, min_load,
-                            lam, eps)
-        for w in range(words):
-            word = bits[u, w] | bits[v, w]
-            while word != 0:
-                low = word & (~word + np.uint64(1))
-                bit = 0
-                while (low >> np.uint64(bit)) != np.uint64(1):
-                    bit += 1
-                p = w * 64 + bit
-                word ^= low
-                s = _score(bits, u, v, p, theta_u, theta_v, loads, max_load, min_load, lam, eps)
-                if s > best_score or (s == best_score and p < best):
-                    best = p
-                    best_score = s
+        candidates[0] = lightest
+        candidates[1] = least_loaded_in(bits, u, v, BOTH, loads, num_parts, lightest)
+        candidates[2] = least_loaded_in(bits, u, v, ONLY_FIRST, loads, num_parts, lightest)
+        candidates[3] = least_loaded_in(bits, v, u, ONLY_FIRST, loads, num_parts, lightest)
+        best = -1
+        best_score = -np.inf
+        for p in candidates:
+            if p < 0:
+                continue
+            s = _score(bits, u, v, p, theta_u, theta_v, loads, max_load, min_load, lam, eps)
+            if s > best_score or (s == best_score and p < best):
+                best = p
+                best_score = s
         add_part(bits, u, best)
         add_part(bits, v, best)
         add_load(loads, tracker, best, num_parts)

@@ -10,8 +10,9 @@ part). For edge ``u -> v`` with replica sets ``A(u)``, ``A(v)`` and per-part edg
    higher-degree endpoint is the one replicated (power-law graphs have few hubs, and replicating
    them is cheap relative to the edges they bring together).
 
-Ties go to the lowest part id. Masters: see :mod:`.common`. Time ``O(E * P / 64)``, memory
-``O(E + N * P / 64)``.
+"Least loaded" is exact; among equally loaded parts the choice is deterministic (a globally least
+loaded part when the set holds one, else the lowest id). Masters: see :mod:`.common`. Time
+``O(E * (P / 64 + replicas))`` at worst, memory ``O(E + N * P / 64)``.
 """
 
 from __future__ import annotations
@@ -21,9 +22,8 @@ import numpy as np
 
 from ..base import Partitioner
 from ..csr_ops import csr_destinations, transpose_csr
-from .common import (add_load, add_part, check_master, choose_masters, degrees, is_empty,
-                     least_loaded, least_loaded_in, least_loaded_in_both, new_load_tracker,
-                     num_words)
+from .common import (ANY, BOTH, add_load, add_part, check_master, choose_masters, degrees,
+                     is_empty, least_loaded, least_loaded_in, new_load_tracker, num_words)
 
 
 @numba.njit(cache=True)
@@ -35,17 +35,18 @@ def _libra(src, dst, order, degree, num_parts, bits, edge_parts):
         v = dst[e]
         u_new = is_empty(bits, u)
         v_new = is_empty(bits, v)
+        lightest = least_loaded(loads, tracker, num_parts)
         if u_new and v_new:
-            p = least_loaded(loads, tracker, num_parts)
+            p = lightest
         elif v_new:
-            p = least_loaded_in(bits, u, loads, num_parts)
+            p = least_loaded_in(bits, u, u, ANY, loads, num_parts, lightest)
         elif u_new:
-            p = least_loaded_in(bits, v, loads, num_parts)
+            p = least_loaded_in(bits, v, v, ANY, loads, num_parts, lightest)
         else:
-            p = least_loaded_in_both(bits, u, v, loads, num_parts)
+            p = least_loaded_in(bits, u, v, BOTH, loads, num_parts, lightest)
             if p < 0:
                 low = u if degree[u] < degree[v] else v
-                p = least_loaded_in(bits, low, loads, num_parts)
+                p = least_loaded_in(bits, low, low, ANY, loads, num_parts, lightest)
         add_part(bits, u, p)
         add_part(bits, v, p)
         add_load(loads, tracker, p, num_parts)
