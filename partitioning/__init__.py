@@ -6,7 +6,13 @@ Depends on numpy, scipy, pymetis and numba only (no torch, no MPI, never ``gnnsc
     partition = make_partitioner("metis", num_parts=8, seed=0).fit(graph)
     print(format_summary_table(part_summary(graph, partition, feature_bytes_per_row=4 * 128)))
 
-``PARTITIONERS`` maps registry names to classes; see each class for its parameters.
+``PARTITIONERS`` maps registry names to classes; see each class for its parameters:
+edge cut ``random``, ``block``, ``metis``, ``ldg``, ``fennel``; vertex cut ``libra``, ``hdrf``.
+
+Submodules beyond this namespace: :mod:`partitioning.store` (on-disk partition store: write,
+read one part, validate), :mod:`partitioning.local_view` (what one part holds),
+:mod:`partitioning.cost_model` (alpha-beta epoch-time model) and :mod:`partitioning.tune`
+(sweep methods x part counts and recommend one).
 """
 
 from .base import Partition, Partitioner
