@@ -191,7 +191,11 @@ def _load_kind(kind: str, path: Path, split: int, options: dict) -> GraphData:
         raise AssertionError(kind)
     if kind == "planetoid":
         options = {k: v for k, v in options.items() if k != "name"}  # prefix comes from files
-    return _call(loader, f"the {kind} loader", {"split": split, **options}, path)
+    try:
+        return _call(loader, f"the {kind} loader", {"split": split, **options}, path)
+    except MemoryError:
+        raise DataError(f"not enough memory to load {path} as {kind} data; the file may be "
+                        "corrupt, or the graph is too large for this machine") from None
 
 
 def _call(function, what: str, options: dict, *args):

@@ -50,7 +50,9 @@ def read_csv(path: Path, dtype, *, columns: int | None = None) -> np.ndarray:
     except (OSError, EOFError, ValueError, UnicodeDecodeError, zlib.error, OverflowError) as exc:
         raise DataError(f"{path} is not a readable numeric CSV table ({type(exc).__name__}: "
                         f"{exc})") from None
-    if columns is not None and table.shape[0] and table.shape[1] != columns:
+    if columns is not None and table.shape[0] == 0:
+        return table.reshape(0, columns)
+    if columns is not None and table.shape[1] != columns:
         raise DataError(f"{path} should have {columns} column(s), found {table.shape[1]}")
     return table
 

@@ -24,6 +24,10 @@ from gnnscale.data.graph_data import GraphData
 from gnnscale.data.safe_pickle import safe_load
 from gnnscale.errors import DataError
 
+# Planetoid feature matrices are densified (as PyG does); the largest, CiteSeer's and PubMed's,
+# have about 1.2e7 entries. A corrupt header claiming far more is refused, not allocated.
+_MAX_DENSE_ELEMENTS = 1 << 27
+
 PLANETOID_PARTS = ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")
 
 
@@ -87,11 +91,21 @@ def _read_part(path: Path, part: str):
                             f"{type(obj).__name__}")
         return obj
     if sp.issparse(obj):
-        obj = obj.toarray()
+        if obj.dtype.kind not in "biuf":
+            raise DataError(f"{path} holds a sparse matrix of dtype {obj.dtype}; expected numbers")
+        return obj  # densified in _assemble once its shape is checked against the others
     if not isinstance(obj, np.ndarray) or obj.ndim != 2 or obj.dtype.kind not in "biuf":
         raise DataError(f"{path} should hold a 2-D numeric matrix, got "
                         f"{getattr(obj, 'shape', type(obj).__name__)}")
     return obj
+
+
+def _dense(matrix, origin: Path, part: str) -> np.ndarray:
+    rows, cols = matrix.shape
+    if rows * cols > _MAX_DENSE_ELEMENTS:
+        raise DataError(f"{origin}: ind.*.{part} is a {rows} x {cols} matrix, too large to "
+                        "densify; the file is corrupt or not a Planetoid dataset")
+    return matrix.toarray() if sp.issparse(matrix) else matrix
 
 
 def _edges_from_dict(graph: dict, origin: Path):
@@ -112,9 +126,12 @@ def _assemble(a: dict, name: str, origin: Path) -> GraphData:
     if tx.shape[0] != test_index.size or ty.shape[0] != test_index.size:
         raise DataError(f"{origin}: tx/ty have {tx.shape[0]}/{ty.shape[0]} rows but test.index "
                         f"lists {test_index.size} nodes")
-    if allx.shape[0] != ally.shape[0] or allx.shape[1] != tx.shape[1] or ally.shape[1] != ty.shape[1]:
+    if (allx.shape[0] != ally.shape[0] or allx.shape[1] != tx.shape[1]
+            or ally.shape[1] != ty.shape[1]):
         raise DataError(f"{origin}: allx {allx.shape}, ally {ally.shape}, tx {tx.shape}, "
                         f"ty {ty.shape} do not fit together")
+    allx, tx = _dense(allx, origin, "allx"), _dense(tx, origin, "tx")
+    ty, ally = _dense(ty, origin, "ty"), _dense(ally, origin, "ally")
     sorted_test = np.sort(test_index)
     low, high = int(sorted_test[0]), int(sorted_test[-1])
     if low < allx.shape[0] or high - low + 1 > 10 * test_index.size + 1000:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import collections
 import io
 import pickle
+import pickletools
 from pathlib import Path
 
 import numpy as np
@@ -139,6 +140,7 @@ def safe_load(path: str | Path):
 def safe_loads(payload: bytes, origin: str = "<bytes>"):
     """Like :func:`safe_load` for bytes already in memory; ``origin`` names them in errors."""
     try:
+        _prescan(payload)
         obj = _RestrictedUnpickler(io.BytesIO(payload), encoding="latin1").load()
         return _finish(obj)
     except DataError as exc:
@@ -146,6 +148,23 @@ def safe_loads(payload: bytes, origin: str = "<bytes>"):
     except Exception as exc:  # corrupt data surfaces as many exception types
         raise DataError(f"{origin} is not a readable dataset pickle "
                         f"({type(exc).__name__}: {exc}); re-download the file") from None
+
+
+_MEMO_OPS = frozenset({"PUT", "BINPUT", "LONG_BINPUT", "GET", "BINGET", "LONG_BINGET"})
+
+
+def _prescan(payload: bytes) -> None:
+    """Walk the opcodes (pure Python, linear) before unpickling for real.
+
+    CPython's unpickler sizes its memo table by the largest index a pickle names, so a single
+    corrupt byte in a ``LONG_BINPUT`` can make it allocate and clear gigabytes (a minute or an
+    out-of-memory kill). Valid pickles never name a memo slot beyond the number of opcodes seen
+    so far; this also rejects unknown opcodes and lengths that run past the end up front.
+    """
+    for count, (opcode, arg, _) in enumerate(pickletools.genops(payload), start=1):
+        if opcode.name in _MEMO_OPS and int(arg) > count:
+            raise DataError(f"pickle names memo slot {arg} after only {count} opcodes; the "
+                            "file is corrupt")
 
 
 def _finish(obj, seen=None):

@@ -19,6 +19,10 @@ from gnnscale.data.graph_data import GraphData
 from gnnscale.errors import DataError
 
 
+# Keeping raw ids allocates per-id arrays up to the largest id; beyond this, relabel.
+_MAX_KEPT_IDS = 1 << 31
+
+
 def read_edge_list(path, *, comments: str = "#", delimiter=None) -> np.ndarray:
     """Read the first two integer columns of a text edge list (gzip if the name ends in ``.gz``).
 
@@ -66,13 +70,15 @@ def load_snap(path, *, split: int = 0, directed: bool = False, relabel: bool | N
         raise DataError(f"{path} lists no edges")
     src, dst = edges[:, 0], edges[:, 1]
     num_nodes = int(edges.max()) + 1
-    used = np.zeros(num_nodes, dtype=bool)
-    used[edges.ravel()] = True
-    present = np.flatnonzero(used)
-    del used
+    present = np.sort(edges.ravel())  # distinct ids, by sorting (np.unique hashes, slowly)
+    if present.size > 1:
+        present = present[np.concatenate([[True], present[1:] != present[:-1]])]
     if relabel or (relabel is None and present.size * 2 < num_nodes):
         src, dst = np.searchsorted(present, src), np.searchsorted(present, dst)
         num_nodes = int(present.size)
+    elif num_nodes > _MAX_KEPT_IDS:
+        raise DataError(f"{path} has node id {num_nodes - 1}; keeping ids that large needs too "
+                        "much memory: pass relabel=True to number the nodes 0..n-1")
     del edges
     indptr, indices = csr_by_destination(src, dst, num_nodes, symmetrize=not directed,
                                          remove_duplicates=True, remove_self_loops=True)

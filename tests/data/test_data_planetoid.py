@@ -112,3 +112,9 @@ def test_restricted_unpickler_reads_arrays_of_every_protocol(protocol):
     out = safe_loads(pickle.dumps([np.eye(3), matrix], protocol=protocol))
     assert np.array_equal(out[0], np.eye(3))
     assert np.array_equal(out[1].toarray() if sp.issparse(out[1]) else out[1], matrix.toarray())
+
+
+def test_corrupt_memo_index_is_refused_before_allocating():
+    # EMPTY_LIST, LONG_BINPUT 2**31-1, STOP: CPython would size its memo table to 2**31 slots.
+    with pytest.raises(DataError, match="memo slot 2147483647"):
+        safe_loads(b"\x80\x02]r\xff\xff\xff\x7f.")

@@ -1,0 +1,104 @@
+"""OGB node-property folders: a small folder written in the ``ogb`` package's on-disk layout."""
+
+import gzip
+import shutil
+
+import numpy as np
+import pytest
+
+from gnnscale.data import detect_format, generate_sbm, load_dataset
+from gnnscale.data.ogb import load_ogb
+from gnnscale.errors import DataError
+
+
+def _csv(path, rows, fmt):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(path, "wt") as handle:
+        for row in rows:
+            handle.write(",".join(fmt % v for v in np.atleast_1d(row)) + "\n")
+
+
+def write_ogb(folder, graph, schemes=("time",), labels=None):
+    """Write ``graph`` as ogbn-style folder: directed edges listed once, labels, features."""
+    src, dst = graph.edge_index()
+    once = src < dst
+    _csv(folder / "raw" / "edge.csv.gz", np.stack([src[once], dst[once]], 1), "%d")
+    _csv(folder / "raw" / "num-node-list.csv.gz", [graph.num_nodes], "%d")
+    _csv(folder / "raw" / "num-edge-list.csv.gz", [int(once.sum())], "%d")
+    _csv(folder / "raw" / "node-feat.csv.gz", graph.x, "%.9g")
+    _csv(folder / "raw" / "node-label.csv.gz", graph.y if labels is None else labels, "%s")
+    for scheme in schemes:
+        for kind, mask in (("train", graph.train_mask), ("valid", graph.val_mask),
+                           ("test", graph.test_mask)):
+            _csv(folder / "split" / scheme / f"{kind}.csv.gz", np.flatnonzero(mask), "%d")
+    (folder / "RELEASE_v1.txt").write_text("ogb test folder\n")
+    return folder
+
+
+@pytest.fixture
+def graph():
+    return generate_sbm(num_nodes=120, num_classes=3, num_features=4, num_val=30, num_test=40,
+                        seed=2)
+
+
+def test_round_trip_matches_the_graph_it_was_written_from(tmp_path, graph):
+    folder = write_ogb(tmp_path / "ogbn_toy", graph)
+    loaded = load_ogb(folder)
+    assert loaded.name == "ogbn-toy"
+    for field in ("indptr", "indices", "y", "train_mask", "val_mask", "test_mask"):
+        assert np.array_equal(getattr(loaded, field), getattr(graph, field)), field
+    assert np.array_equal(loaded.x, graph.x)
+    assert detect_format(folder) == ("ogb", folder)
+    assert load_dataset(folder).summary() == loaded.summary()
+    # The dataset root above the folder works too (one dataset inside).
+    assert load_dataset(tmp_path).summary() == loaded.summary()
+
+
+def test_directed_option_keeps_listed_edges(tmp_path, graph):
+    loaded = load_ogb(write_ogb(tmp_path / "d", graph), symmetrize=False)
+    assert loaded.num_edges == graph.num_edges // 2
+    src, dst = loaded.edge_index()
+    assert np.all(src < dst)
+
+
+def test_several_schemes_need_a_choice(tmp_path, graph):
+    folder = write_ogb(tmp_path / "multi", graph, schemes=("random", "time"))
+    with pytest.raises(DataError, match=r"several split schemes \(random, time\)"):
+        load_ogb(folder)
+    assert load_ogb(folder, scheme="random").train_mask.sum() == graph.train_mask.sum()
+    assert load_dataset(folder, scheme="time").num_nodes == graph.num_nodes
+    with pytest.raises(DataError, match="no split scheme 'species'"):
+        load_ogb(folder, scheme="species")
+    with pytest.raises(DataError, match="one split per scheme"):
+        load_ogb(folder, scheme="time", split=1)
+
+
+def test_unlabeled_nodes_and_missing_features(tmp_path, graph):
+    labels = [str(v) for v in graph.y]
+    unlabeled = np.flatnonzero(~(graph.train_mask | graph.val_mask | graph.test_mask))[:5]
+    for i in unlabeled:
+        labels[i] = "nan"
+    folder = write_ogb(tmp_path / "u", graph, labels=labels)
+    loaded = load_ogb(folder)
+    assert np.all(loaded.y[unlabeled] == -1) and loaded.num_classes == 3
+    (folder / "raw" / "node-feat.csv.gz").unlink()
+    generated = load_ogb(folder)
+    assert generated.num_features == 4 and generated.x.dtype == np.float32
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda f: (f / "split" / "time" / "valid.csv.gz").unlink(), "missing valid.csv.gz"),
+    (lambda f: shutil.rmtree(f / "split"), "no split"),
+    (lambda f: (f / "raw" / "node-label.csv.gz").unlink(), "no raw/node-label"),
+    (lambda f: _csv(f / "raw" / "node-label.csv.gz", np.ones((120, 2)), "%d"), "multi-label"),
+    (lambda f: _csv(f / "raw" / "node-label.csv.gz", np.ones(119), "%d"), "119 rows"),
+    (lambda f: _csv(f / "raw" / "edge.csv.gz", [[0, 500]], "%d"), "node id 500"),
+    (lambda f: _csv(f / "split" / "time" / "test.csv.gz", [999], "%d"), "node 999"),
+    (lambda f: _csv(f / "raw" / "node-feat.csv.gz", np.ones((3, 4)), "%d"), "3 rows"),
+    (lambda f: (f / "raw" / "edge.csv.gz").write_bytes(b"\x1f\x8bxx"), "edge.csv.gz"),
+])
+def test_damaged_folders(tmp_path, graph, damage, message):
+    folder = write_ogb(tmp_path / "bad", graph)
+    damage(folder)
+    with pytest.raises(DataError, match=message):
+        load_ogb(folder)
