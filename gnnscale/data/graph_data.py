@@ -12,7 +12,7 @@ from gnnscale.errors import DataError
 _MASKS = ("train_mask", "val_mask", "test_mask")
 
 
-@dataclass
+@dataclass(eq=False)  # arrays: compare fields with numpy, not ==
 class GraphData:
     """A graph in CSR by destination (row v lists the sources u of edges u->v), with node data.
 
@@ -167,7 +167,7 @@ class GraphData:
 
     @classmethod
     def from_pyg(cls, data, name: str = "graph", *, split: int = 0) -> "GraphData":
-        """Build a :class:`GraphData` from a PyG ``Data`` (see :func:`gnnscale.data.pyg_io.from_pyg`)."""
+        """Build a :class:`GraphData` from a PyG ``Data`` (see ``pyg_io.from_pyg``)."""
         from gnnscale.data.pyg_io import from_pyg
 
         return from_pyg(data, name=name, split=split)

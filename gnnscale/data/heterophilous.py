@@ -1,4 +1,4 @@
-"""The heterophilous-graphs npz layout (Platonov et al., 2023): Tolokers, Minesweeper, Roman-empire...
+"""The heterophilous-graphs npz layout (Platonov et al., 2023): Tolokers, Minesweeper, ...
 
 One ``.npz`` with ``node_features`` (float ``[N, F]``), ``node_labels`` (int ``[N]``), ``edges``
 (int ``[E, 2]``, each undirected edge listed once) and ``train_masks``/``val_masks``/
@@ -10,8 +10,6 @@ and split ``split`` of the ten chosen.
 from __future__ import annotations
 
 from pathlib import Path
-
-import numpy as np
 
 from gnnscale.data.graph_data import GraphData
 from gnnscale.data.npz import open_npz, require

@@ -1,4 +1,4 @@
-"""Planetoid raw files (Cora, CiteSeer, PubMed): ``ind.<name>.{x,y,tx,ty,allx,ally,graph,test.index}``.
+"""Planetoid raw files: ``ind.<name>.{x,y,tx,ty,allx,ally,graph,test.index}``.
 
 Reads them exactly as PyG's ``torch_geometric.io.read_planetoid_data`` does, but through the
 restricted unpickler of :mod:`gnnscale.data.safe_pickle`:
@@ -32,7 +32,7 @@ PLANETOID_PARTS = ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")
 
 
 def find_planetoid_prefix(folder: Path) -> str | None:
-    """The ``<name>`` of the ``ind.<name>.graph`` file in ``folder``, or ``None`` if there is none."""
+    """The ``<name>`` of the ``ind.<name>.graph`` file in ``folder``, or ``None``."""
     graphs = sorted(folder.glob("ind.*.graph")) if folder.is_dir() else []
     if not graphs:
         return None

@@ -8,23 +8,20 @@ from gnnscale.data.graph_data import GraphData
 from gnnscale.errors import DataError
 
 
-def _numpy(value, field: str, name: str):
+def _numpy(value):
     if value is None:
         return None
-    try:
-        import torch
+    import torch
 
-        if isinstance(value, torch.Tensor):
-            if value.is_sparse or value.layout != torch.strided:
-                value = value.to_dense()
-            return value.detach().cpu().numpy()
-    except ImportError:  # pragma: no cover - torch is a dependency
-        pass
+    if isinstance(value, torch.Tensor):
+        if value.layout != torch.strided:  # sparse features (e.g. NELL) become dense
+            value = value.to_dense()
+        return value.detach().cpu().numpy()
     return np.asarray(value)
 
 
 def _pick_split(mask, field: str, split: int, name: str):
-    """PyG stores several splits as a ``[N, S]`` mask (heterophilous graphs); take column ``split``."""
+    """Several splits come as an ``[N, S]`` mask (heterophilous graphs): take column ``split``."""
     if mask is None or mask.ndim == 1:
         return mask
     if mask.ndim == 2 and 0 <= split < mask.shape[1]:
@@ -47,12 +44,12 @@ def from_pyg(data, name: str = "graph", *, split: int = 0) -> GraphData:
     num_nodes = data.num_nodes
     if num_nodes is None:
         raise DataError(f"PyG data {name!r} does not know its number of nodes; set data.num_nodes")
-    edge_index = _numpy(data.edge_index, "edge_index", name)
+    edge_index = _numpy(data.edge_index)
     if edge_index is None:
         edge_index = np.zeros((2, 0), dtype=np.int64)
     fields = {}
     for field in ("x", "y", "train_mask", "val_mask", "test_mask"):
-        value = _numpy(getattr(data, field, None), field, name)
+        value = _numpy(getattr(data, field, None))
         if value is None:
             raise DataError(f"PyG data {name!r} has no {field}; GraphData needs features, labels "
                             "and train/val/test masks")

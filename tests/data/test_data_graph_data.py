@@ -50,8 +50,9 @@ def test_symmetrize_adds_reverse_edges_once():
 def test_num_classes_from_labels_and_explicit():
     assert small_graph().num_classes == 3
     assert small_graph(num_classes=5).num_classes == 5
-    unlabeled = GraphData(np.zeros(2, np.int64), np.zeros(0, np.int64), np.zeros((1, 1), np.float32),
-                          np.array([-1]), np.ones(1, bool), np.zeros(1, bool), np.zeros(1, bool))
+    unlabeled = GraphData(np.zeros(2, np.int64), np.zeros(0, np.int64),
+                          np.zeros((1, 1), np.float32), np.array([-1]), np.ones(1, bool),
+                          np.zeros(1, bool), np.zeros(1, bool))
     assert unlabeled.num_classes == 0
 
 

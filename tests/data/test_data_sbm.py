@@ -80,11 +80,14 @@ def _accuracy(g, use_graph: bool, seed: int = 0) -> float:
     data = g.to_pyg()
     if use_graph:
         layers = torch.nn.ModuleList([GCNConv(g.num_features, 16), GCNConv(16, g.num_classes)])
-        run = lambda: layers[1](torch.relu(layers[0](data.x, data.edge_index)), data.edge_index)  # noqa: E731
+        def run():
+            hidden = torch.relu(layers[0](data.x, data.edge_index))
+            return layers[1](hidden, data.edge_index)
     else:
         layers = torch.nn.ModuleList([torch.nn.Linear(g.num_features, 16),
                                       torch.nn.Linear(16, g.num_classes)])
-        run = lambda: layers[1](torch.relu(layers[0](data.x)))  # noqa: E731
+        def run():
+            return layers[1](torch.relu(layers[0](data.x)))
     optimiser = torch.optim.Adam(layers.parameters(), lr=0.01, weight_decay=5e-4)
     for _ in range(100):
         optimiser.zero_grad()
