@@ -16,6 +16,8 @@ from gnnscale.data import GraphData, generate_sbm, load_dataset
 from gnnscale.data.safe_pickle import safe_loads
 from gnnscale.errors import GnnscaleError
 
+from data_ogb_layout import write_ogb
+
 FUZZ = settings(max_examples=30, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
                                        HealthCheck.too_slow])
@@ -123,8 +125,6 @@ def test_truncated_and_mutated_real_files(datasets, tmp_path, relative):
 
 
 def test_random_bytes_in_an_ogb_folder(tmp_path):
-    from test_data_ogb import write_ogb
-
     folder = write_ogb(tmp_path / "ogbn_fuzz", generate_sbm(num_nodes=40, num_classes=2,
                                                             num_val=5, num_test=5))
     rng = np.random.default_rng(0)

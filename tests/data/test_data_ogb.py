@@ -1,6 +1,5 @@
 """OGB node-property folders: a small folder written in the ``ogb`` package's on-disk layout."""
 
-import gzip
 import shutil
 
 import numpy as np
@@ -10,29 +9,8 @@ from gnnscale.data import detect_format, generate_sbm, load_dataset
 from gnnscale.data.ogb import load_ogb
 from gnnscale.errors import DataError
 
-
-def _csv(path, rows, fmt):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with gzip.open(path, "wt") as handle:
-        for row in rows:
-            handle.write(",".join(fmt % v for v in np.atleast_1d(row)) + "\n")
-
-
-def write_ogb(folder, graph, schemes=("time",), labels=None):
-    """Write ``graph`` as ogbn-style folder: directed edges listed once, labels, features."""
-    src, dst = graph.edge_index()
-    once = src < dst
-    _csv(folder / "raw" / "edge.csv.gz", np.stack([src[once], dst[once]], 1), "%d")
-    _csv(folder / "raw" / "num-node-list.csv.gz", [graph.num_nodes], "%d")
-    _csv(folder / "raw" / "num-edge-list.csv.gz", [int(once.sum())], "%d")
-    _csv(folder / "raw" / "node-feat.csv.gz", graph.x, "%.9g")
-    _csv(folder / "raw" / "node-label.csv.gz", graph.y if labels is None else labels, "%s")
-    for scheme in schemes:
-        for kind, mask in (("train", graph.train_mask), ("valid", graph.val_mask),
-                           ("test", graph.test_mask)):
-            _csv(folder / "split" / scheme / f"{kind}.csv.gz", np.flatnonzero(mask), "%d")
-    (folder / "RELEASE_v1.txt").write_text("ogb test folder\n")
-    return folder
+from data_ogb_layout import write_csv_gz as _csv
+from data_ogb_layout import write_ogb
 
 
 @pytest.fixture
