@@ -34,11 +34,15 @@ def _stream_nodes(in_indptr, in_idx, out_indptr, out_idx, order, num_parts, capa
                   alpha, gamma, passes, parts):
     sizes = np.zeros(num_parts, dtype=np.int64)
     conn = np.zeros(num_parts, dtype=np.float64)
+    # Fennel's size penalty per part, updated only for the parts whose size changes.
+    penalty = np.zeros(num_parts, dtype=np.float64)
     for _ in range(passes):
         for v in order:
             old = parts[v]
             if old >= 0:
                 sizes[old] -= 1
+                if mode == FENNEL:
+                    penalty[old] = alpha * gamma * sizes[old] ** (gamma - 1.0)
             for j in range(in_indptr[v], in_indptr[v + 1]):
                 p = parts[in_idx[j]]
                 if p >= 0 and in_idx[j] != v:
@@ -55,12 +59,14 @@ def _stream_nodes(in_indptr, in_idx, out_indptr, out_idx, order, num_parts, capa
                 if mode == LDG:
                     score = conn[q] * (1.0 - sizes[q] / capacity)
                 else:
-                    score = conn[q] - alpha * gamma * sizes[q] ** (gamma - 1.0)
+                    score = conn[q] - penalty[q]
                 if score > best_score or (score == best_score and sizes[q] < sizes[best]):
                     best = q
                     best_score = score
             parts[v] = best
             sizes[best] += 1
+            if mode == FENNEL:
+                penalty[best] = alpha * gamma * sizes[best] ** (gamma - 1.0)
             for j in range(in_indptr[v], in_indptr[v + 1]):
                 p = parts[in_idx[j]]
                 if p >= 0:
