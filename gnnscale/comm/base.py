@@ -22,12 +22,18 @@ REDUCE_OPS = ("sum", "max", "min")
 
 
 class Work:
-    """Handle of a posted (non-blocking) collective. ``wait()`` returns its result."""
+    """Handle of a posted (non-blocking) collective. ``wait()`` returns its result.
+
+    ``started_at`` / ``finished_at`` (``time.perf_counter()`` values) tell when the data actually
+    moved, where the backend knows (the MPI ring thread, gloo's completion callback); else None.
+    """
 
     def __init__(self, wait_fn: Callable[[], Any] | None = None, result: Any = None):
         self._wait_fn = wait_fn
         self._result = result
         self._done = wait_fn is None
+        self.started_at: float | None = None
+        self.finished_at: float | None = None
 
     def wait(self) -> Any:
         """Block until the collective has completed on this rank and return its result."""

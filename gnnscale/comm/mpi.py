@@ -173,19 +173,21 @@ class MPICommunicator(Communicator):
             MPI = self._MPI
 
             def ring_job():
+                work.started_at = time.perf_counter()
                 self._finish_signature(pending, what, started)
                 ring_allreduce(self._ring_comm, tensor.view(-1), op,
                                lambda reqs: self.guard.wait(lambda: MPI.Request.Testall(reqs),
                                                             what, started))
+                work.finished_at = time.perf_counter()
                 return tensor
-
-            job = self._get_worker().submit(ring_job)
 
             def finish_ring():
                 self.guard.wait(job.done.is_set, what, started, block=job.done.wait)
                 return job.outcome()
 
-            return Work(finish_ring)
+            work = Work(finish_ring)
+            job = self._get_worker().submit(ring_job)
+            return work
         what, started = self._begin(sig)
         if tensor.dtype in (torch.bfloat16, torch.float16):
             wide = tensor.float()

@@ -230,8 +230,16 @@ class TorchCommunicator(Communicator):
             return Work(result=tensor)
         what, started = self._begin(CallSignature("allreduce", op, tensor.dtype,
                                                   tuple(tensor.shape)))
+        launched = time.perf_counter()
         work = dist.all_reduce(tensor, _REDUCE_OPS[op], group=self.group, async_op=True)
-        return self._work(work, what, started, lambda: tensor)
+        handle = self._work(work, what, started, lambda: tensor)
+        handle.started_at = launched
+        try:  # completion time, for overlap statistics
+            work.get_future().add_done_callback(
+                lambda _fut: setattr(handle, "finished_at", time.perf_counter()))
+        except (RuntimeError, AttributeError):
+            pass
+        return handle
 
     def reduce(self, tensor: torch.Tensor, root: int = 0, op: str = "sum") -> torch.Tensor:
         check_op(op)

@@ -22,25 +22,39 @@ import torch
 from torch import nn
 
 
+def make_norm(kind: str, channels: int) -> nn.Module:
+    """``"batch"``: BatchNorm2d; ``"group"``: GroupNorm (per-sample, so data-parallel results
+    equal one process on the whole batch); ``"none"``: identity."""
+    if kind == "batch":
+        return nn.BatchNorm2d(channels)
+    if kind == "group":
+        return nn.GroupNorm(min(8, channels), channels)
+    if kind == "none":
+        return nn.Identity()
+    raise ValueError(f"unknown norm {kind!r}; choose 'batch', 'group' or 'none'")
+
+
 class BasicBlock(nn.Module):
-    """Two 3x3 convolutions with batch norm and an identity (or 1x1 projection) shortcut.
+    """Two 3x3 convolutions with normalisation and an identity (or 1x1 projection) shortcut.
 
     Args:
-        in_channels, out_channels: channel counts; ``stride`` (default 1) of the first conv.
+        in_channels, out_channels: channel counts; ``stride`` (default 1) of the first conv;
+        ``norm``: see :func:`make_norm` (default ``"batch"``).
     Shapes: ``[N, in_channels, H, W] -> [N, out_channels, H / stride, W / stride]``.
     """
 
-    def __init__(self, in_channels: int, out_channels: int, stride: int = 1):
+    def __init__(self, in_channels: int, out_channels: int, stride: int = 1,
+                 norm: str = "batch"):
         super().__init__()
         self.conv1 = nn.Conv2d(in_channels, out_channels, 3, stride, 1, bias=False)
-        self.bn1 = nn.BatchNorm2d(out_channels)
+        self.bn1 = make_norm(norm, out_channels)
         self.conv2 = nn.Conv2d(out_channels, out_channels, 3, 1, 1, bias=False)
-        self.bn2 = nn.BatchNorm2d(out_channels)
+        self.bn2 = make_norm(norm, out_channels)
         self.shortcut = nn.Sequential()
         if stride != 1 or in_channels != out_channels:
             self.shortcut = nn.Sequential(
                 nn.Conv2d(in_channels, out_channels, 1, stride, bias=False),
-                nn.BatchNorm2d(out_channels))
+                make_norm(norm, out_channels))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = torch.relu(self.bn1(self.conv1(x)))
@@ -62,6 +76,7 @@ class ResNet(nn.Module):
         fc_hidden: widths of the FC head's hidden layers (default ``(4096, 4096)``).
         fc_pool: the FC head pools the last feature map to ``fc_pool x fc_pool`` (default 2).
         dropout: dropout probability in the FC head (default 0: deterministic, for tests).
+        norm: ``"batch"`` (default), ``"group"`` or ``"none"`` (see :func:`make_norm`).
     Shapes: ``[N, 3, image_size, image_size] -> [N, num_classes]``.
     """
 
@@ -69,7 +84,7 @@ class ResNet(nn.Module):
                  blocks: Sequence[int] = (1, 1, 1, 1), num_classes: int = 10,
                  image_size: int = 32, head: str = "linear",
                  fc_hidden: Sequence[int] = (4096, 4096), fc_pool: int = 2,
-                 dropout: float = 0.0):
+                 dropout: float = 0.0, norm: str = "batch"):
         super().__init__()
         if len(widths) != len(blocks) or not widths:
             raise ValueError(f"widths {tuple(widths)} and blocks {tuple(blocks)} must be "
@@ -78,17 +93,17 @@ class ResNet(nn.Module):
             raise ValueError(f"unknown head {head!r}; choose 'linear' or 'fc'")
         if image_size >= 64:  # ImageNet stem: /4 before the first stage
             self.stem = nn.Sequential(nn.Conv2d(3, widths[0], 7, 2, 3, bias=False),
-                                      nn.BatchNorm2d(widths[0]), nn.ReLU(inplace=True),
+                                      make_norm(norm, widths[0]), nn.ReLU(inplace=True),
                                       nn.MaxPool2d(3, 2, 1))
         else:
             self.stem = nn.Sequential(nn.Conv2d(3, widths[0], 3, 1, 1, bias=False),
-                                      nn.BatchNorm2d(widths[0]), nn.ReLU(inplace=True))
+                                      make_norm(norm, widths[0]), nn.ReLU(inplace=True))
         stages, in_channels = [], widths[0]
         for index, (width, count) in enumerate(zip(widths, blocks)):
             layers = []
             for block in range(count):
                 stride = 2 if index > 0 and block == 0 else 1
-                layers.append(BasicBlock(in_channels, width, stride))
+                layers.append(BasicBlock(in_channels, width, stride, norm))
                 in_channels = width
             stages.append(nn.Sequential(*layers))
         self.stages = nn.Sequential(*stages)
