@@ -76,9 +76,14 @@ def run_entry_point(func, args) -> int:
     try:
         return int(func(args) or 0)
     except user_error_types() as exc:
-        if not isinstance(exc, AgreedError) or env_rank() == 0:
-            where = "" if isinstance(exc, AgreedError) or env_rank() == 0 else f" (rank {env_rank()})"
+        agreed = isinstance(exc, AgreedError)
+        if not agreed or env_rank() == 0:
+            where = "" if agreed or env_rank() == 0 else f" (rank {env_rank()})"
             print(f"gnnscale: error{where}: {exc}", file=sys.stderr, flush=True)
+        if not agreed:
+            # Other ranks may be waiting in a collective (and MPI_Finalize would wait for
+            # them): take the whole job down with the usage exit code.
+            _abort_job(EXIT_USAGE)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130

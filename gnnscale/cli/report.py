@@ -9,15 +9,16 @@ _LABELS = {"forward_s": "forward (incl. halo)", "backward_s": "backward (incl. h
            "optimizer_s": "optimiser step", "eval_s": "evaluation"}
 
 
-def format_header(data, args, num_ranks: int, partition_summary=None) -> str:
+def format_header(description: str, args, num_ranks: int, method: str,
+                  partition_summary=None) -> str:
     """What is about to run: graph, model, ranks and partition quality."""
-    lines = [f"gnnscale train: {data.summary()}",
+    lines = [f"gnnscale train: {description}",
              f"model {args.model}, {args.layers} layers, hidden {args.hidden}, dropout "
              f"{args.dropout}, lr {args.lr}, weight decay {args.weight_decay}, "
              f"{args.epochs} epochs, {num_ranks} rank{'s' if num_ranks > 1 else ''}"]
     if partition_summary is not None:
         s = partition_summary
-        lines.append(f"partition {args.partitioner}: edge cut {s['edge_cut']:,}, halo nodes per "
+        lines.append(f"partition {method}: edge cut {s['edge_cut']:,}, halo nodes per "
                      f"rank max {int(max(s['halo_nodes'])):,} mean "
                      f"{float(sum(s['halo_nodes'])) / len(s['halo_nodes']):,.0f}, node balance "
                      f"{s['balance_nodes']:.3f}")

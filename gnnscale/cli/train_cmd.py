@@ -80,6 +80,9 @@ def add_parser(subparsers) -> None:
     dist = p.add_argument_group("distribution")
     dist.add_argument("--partitioner", default="metis", choices=sorted(PARTITIONERS),
                       help="how to split the graph over the ranks")
+    dist.add_argument("--partitions", default=None, metavar="DIR",
+                      help="train from a partition store written by `gnnscale partition` "
+                           "(each rank reads only its part; --dataset is then ignored)")
     dist.add_argument("--backend", default="auto", choices=BACKENDS,
                       help="communication backend")
     dist.add_argument("--threads", type=_positive_int, default=None,
@@ -101,15 +104,43 @@ def default_threads() -> int:
 
 
 def run(args) -> int:
-    from partitioning import make_partitioner, part_summary
-
     from .. import comm as comm_module
-    from ..data import load_dataset
-    from ..engine import LocalProblem, MetricsWriter, Trainer, summarise
+    from ..engine import MetricsWriter, Trainer, summarise
     from ..nn import GNN
 
     torch.set_num_threads(args.threads or default_threads())
     comm = comm_module.init(args.backend)
+    if args.partitions:
+        problem, header = _problem_from_store(args, comm)
+    else:
+        problem, header = _problem_in_memory(args, comm)
+    torch.manual_seed(args.seed)  # identical initial weights on every rank
+    model = GNN(args.model, problem.num_features, args.hidden, problem.num_classes,
+                num_layers=args.layers, dropout=args.dropout)
+    trainer = Trainer(model, problem, comm, lr=args.lr, weight_decay=args.weight_decay,
+                      seed=args.seed)
+    say(header)
+    writer = MetricsWriter(args.metrics_out, comm)
+    records = _train_with_progress(trainer, args, comm, writer)
+    final = summarise(records)
+    per_rank = comm.allgather_object({"rank": comm.rank, "owned": problem.graph.num_owned,
+                                      "halo": problem.graph.num_halo,
+                                      **final["mean_time_breakdown_s"]})
+    final["per_rank"] = per_rank
+    final["ranks"] = comm.size
+    writer.write(final)
+    writer.close()
+    say(format_time_table(final))
+    return 0
+
+
+def _problem_in_memory(args, comm):
+    """Every rank loads the whole graph; rank 0 partitions it and broadcasts the assignment."""
+    from partitioning import make_partitioner, part_summary
+
+    from ..data import load_dataset
+    from ..engine import LocalProblem
+
     options = {"num_nodes": args.num_nodes} if args.num_nodes else {}
     with agreed_failure(comm):
         data = load_dataset(args.dataset, root=args.data_root, split=args.split, **options)
@@ -124,28 +155,29 @@ def run(args) -> int:
     parts = torch.from_numpy(partition.node_parts.astype(np.int64)) if comm.rank == 0 \
         else torch.empty(data.num_nodes, dtype=torch.int64)
     node_parts = comm.broadcast(parts, root=0).numpy()
-
     problem = LocalProblem.from_graph_data(data, node_parts, comm)
-    torch.manual_seed(args.seed)  # identical initial weights on every rank
-    model = GNN(args.model, data.num_features, args.hidden, data.num_classes,
-                num_layers=args.layers, dropout=args.dropout)
-    trainer = Trainer(model, problem, comm, lr=args.lr, weight_decay=args.weight_decay,
-                      seed=args.seed)
+    header = ""
     if comm.rank == 0:
         summary = part_summary(data, partition) if comm.size > 1 else None
-        say(format_header(data, args, comm.size, summary))
-    writer = MetricsWriter(args.metrics_out, comm)
-    records = _train_with_progress(trainer, args, comm, writer)
-    final = summarise(records)
-    per_rank = comm.allgather_object({"rank": comm.rank, "owned": problem.graph.num_owned,
-                                      "halo": problem.graph.num_halo,
-                                      **final["mean_time_breakdown_s"]})
-    final["per_rank"] = per_rank
-    final["ranks"] = comm.size
-    writer.write(final)
-    writer.close()
-    say(format_time_table(final))
-    return 0
+        header = format_header(data.summary(), args, comm.size, args.partitioner, summary)
+    return problem, header
+
+
+def _problem_from_store(args, comm):
+    """Each rank reads only its own part of a partition store."""
+    from ..engine.local_problem import LocalProblem, read_store_part
+
+    with agreed_failure(comm):
+        part = read_store_part(args.partitions, comm.rank, comm.size)
+    problem = LocalProblem.from_store_part(part, comm)
+    manifest = part.manifest
+    graph, meta = manifest["graph"], manifest["partition"]
+    name = (manifest.get("extra") or {}).get("dataset", args.partitions)
+    description = (f"{name} from store {args.partitions}: {graph['num_nodes']:,} nodes, "
+                   f"{graph['num_edges']:,} edges, {problem.num_features} features, "
+                   f"{problem.num_classes} classes")
+    summary = manifest.get("summary") if comm.size > 1 else None
+    return problem, format_header(description, args, comm.size, meta["method"], summary)
 
 
 def _train_with_progress(trainer, args, comm, writer):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 import torch
@@ -10,6 +10,7 @@ import torch
 from partitioning.local_view import PartView, build_part_view
 
 from ..comm import Communicator
+from ..errors import UsageError
 from ..graph import LocalGraph
 
 SPLITS = ("train", "val", "test")
@@ -52,3 +53,61 @@ class LocalProblem:
                  "test": data.test_mask[owned]}
         return cls.from_part_arrays(view, data.x[owned], data.y[owned], masks, comm,
                                     data.num_classes, dtype=dtype, device=device)
+
+    @classmethod
+    def from_store(cls, store_dir, comm: Communicator, dtype=torch.float32,
+                   device="cpu") -> "LocalProblem":
+        """Read only this rank's part of a partition store written by ``gnnscale partition``.
+
+        Collective: every rank must call it. Reading happens first and touches no collective,
+        so a caller may wrap :func:`read_store_part` in an agreement block of its own.
+        """
+        return cls.from_store_part(read_store_part(store_dir, comm.rank, comm.size), comm,
+                                   dtype=dtype, device=device)
+
+    @classmethod
+    def from_store_part(cls, part: "StorePart", comm: Communicator, dtype=torch.float32,
+                        device="cpu") -> "LocalProblem":
+        """Build from arrays :func:`read_store_part` returned (collective)."""
+        num_classes = part.num_classes
+        if num_classes is None:
+            local_max = float(part.y.max()) if part.y.size else -1.0
+            num_classes = int(comm.allreduce_scalar(local_max, "max")) + 1
+        return cls.from_part_arrays(part.view, part.x, part.y, part.masks, comm, num_classes,
+                                    dtype=dtype, device=device)
+
+
+@dataclass
+class StorePart:
+    """One rank's arrays from a partition store, before any collective set-up."""
+
+    view: PartView
+    x: np.ndarray
+    y: np.ndarray
+    masks: dict
+    num_classes: int | None
+    manifest: dict
+
+
+def read_store_part(store_dir, rank: int, num_ranks: int) -> StorePart:
+    """Read and check ``rank``'s part of the store (local: no communication)."""
+    from partitioning.store import read_manifest, read_part
+
+    manifest = read_manifest(store_dir)
+    kind = manifest["partition"]["kind"]
+    if kind != "edge_cut":
+        raise UsageError(f"partition store {store_dir} holds a {kind} partition; training "
+                         f"runs on edge-cut stores (methods random, block, metis, ldg, fennel)")
+    arrays = read_part(store_dir, rank, expected_num_parts=num_ranks)
+    missing = [s for s in ("x", "y", *(f"mask_{s}" for s in SPLITS)) if s not in arrays]
+    if missing:
+        raise UsageError(f"partition store {store_dir} has no {', '.join(missing)} for its "
+                         f"nodes; write it from a dataset with features, labels and masks")
+    view_fields = {f.name for f in fields(PartView)} - {"part", "num_parts", "num_global_nodes"}
+    view = PartView(part=rank, num_parts=num_ranks,
+                    num_global_nodes=int(manifest["graph"]["num_nodes"]),
+                    **{name: arrays[name] for name in view_fields})
+    return StorePart(view=view, x=arrays["x"], y=arrays["y"],
+                     masks={s: arrays[f"mask_{s}"] for s in SPLITS},
+                     num_classes=(manifest.get("extra") or {}).get("num_classes"),
+                     manifest=manifest)

@@ -7,11 +7,12 @@ import torch
 
 from gnnscale.data import generate_sbm, load_dataset
 from gnnscale.nn import GNN
+from partitioning import PARTITIONERS as ALL_PARTITIONERS
 
 STEPS = 5
 LR, WEIGHT_DECAY, HIDDEN, SEED = 0.01, 5e-4, 16, 3
 DATASETS = ("cora", "isolated")
-PARTITIONERS = ("random", "block", "metis")
+PARTITIONERS = tuple(sorted(ALL_PARTITIONERS))  # edge cuts, and vertex cuts by their masters
 MODELS = ("gcn", "sage")
 
 

@@ -1,0 +1,40 @@
+"""Training from a partition store equals training with in-memory partitioning."""
+
+import json
+
+import pytest
+
+from mpi_launch import gnnscale_cli
+
+pytestmark = pytest.mark.timeout(600)
+
+
+def losses(path):
+    return [json.loads(line)["loss"] for line in path.read_text().splitlines()
+            if "summary" not in json.loads(line)]
+
+
+def test_store_training_matches_in_memory(tmp_path, datasets_root):
+    store = tmp_path / "store"
+    made = gnnscale_cli(None, ["partition", "--dataset", "cora", "--data-root",
+                               str(datasets_root), "--method", "metis", "--parts", "3",
+                               "--out", str(store)])
+    assert made.returncode == 0, made.stderr
+    common = ["--epochs", "4", "--dropout", "0", "--no-progress", "--model", "sage"]
+    from_store = gnnscale_cli(3, ["train", "--partitions", str(store), *common,
+                                  "--metrics-out", str(tmp_path / "a.jsonl")])
+    assert from_store.returncode == 0, from_store.stderr
+    in_memory = gnnscale_cli(3, ["train", "--dataset", "cora", "--data-root", str(datasets_root),
+                                 "--partitioner", "metis", *common,
+                                 "--metrics-out", str(tmp_path / "b.jsonl")])
+    assert in_memory.returncode == 0, in_memory.stderr
+    assert losses(tmp_path / "a.jsonl") == pytest.approx(losses(tmp_path / "b.jsonl"), rel=1e-6)
+
+    wrong = gnnscale_cli(2, ["train", "--partitions", str(store), "--epochs", "2"])
+    assert wrong.returncode == 2 and "Traceback" not in wrong.stderr
+    assert "has 3 parts but 2 ranks were started" in wrong.stderr
+
+    (store / "part-00001.npz").write_bytes(b"truncated")
+    broken = gnnscale_cli(3, ["train", "--partitions", str(store), "--epochs", "2"])
+    assert broken.returncode == 2 and "Traceback" not in broken.stderr
+    assert "part-00001.npz" in broken.stderr
