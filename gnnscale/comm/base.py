@@ -14,6 +14,7 @@ Conventions:
 from __future__ import annotations
 
 import abc
+import time
 from typing import Any, Callable, Sequence
 
 import torch
@@ -28,10 +29,12 @@ class Work:
     moved, where the backend knows (the MPI ring thread, gloo's completion callback); else None.
     """
 
-    def __init__(self, wait_fn: Callable[[], Any] | None = None, result: Any = None):
+    def __init__(self, wait_fn: Callable[[], Any] | None = None, result: Any = None,
+                 test_fn: Callable[[], bool] | None = None):
         self._wait_fn = wait_fn
         self._result = result
         self._done = wait_fn is None
+        self._test_fn = test_fn
         self.started_at: float | None = None
         self.finished_at: float | None = None
 
@@ -46,6 +49,19 @@ class Work:
     def is_completed(self) -> bool:
         """True once ``wait()`` has returned (completion is not polled)."""
         return self._done
+
+    def test(self) -> bool:
+        """Non-blocking check whether the data has arrived (False if the backend cannot tell).
+
+        The first time it sees completion it records ``finished_at`` (if not known already).
+        """
+        if self._done:
+            return True
+        if self._test_fn is None or not self._test_fn():
+            return False
+        if self.finished_at is None:
+            self.finished_at = time.perf_counter()
+        return True
 
 
 class Communicator(abc.ABC):

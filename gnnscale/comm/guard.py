@@ -25,6 +25,7 @@ Three mechanisms, shared by the multi-rank backends:
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import threading
@@ -43,6 +44,7 @@ ENV_TIMEOUT = "GNNSCALE_COMM_TIMEOUT"
 ENV_CHECK = "GNNSCALE_COMM_CHECK"
 FAILURE_GRACE_S = 1.5  # how long a failing rank waits for peers to read its notice
 BOARD_POLL_S = 0.1
+SPIN_S = float(os.environ.get("GNNSCALE_SPIN_US", "200")) * 1e-6  # busy-poll, then sleep
 MAX_SIGNED_COUNTS = 64  # alltoallv counts are compared in full up to this many ranks
 
 
@@ -92,9 +94,25 @@ _DTYPES = (None, torch.float32, torch.float64, torch.float16, torch.bfloat16, to
 _HEADER = 8  # seq, kind, op, dtype, numel, root, row width, shape hash
 
 
+_KIND_INDEX = {kind: index for index, kind in enumerate(_KINDS)}
+_OP_INDEX = {op: index for index, op in enumerate(_OPS)}
+_DTYPE_INDEX = {dtype: index for index, dtype in enumerate(_DTYPES)}
+
+
 def signature_length(size: int) -> int:
     """Length of the int64 signature vector for a group of ``size`` ranks."""
     return _HEADER + 2 * min(size, MAX_SIGNED_COUNTS)
+
+
+def fused_payload_bytes(size: int) -> int:
+    """Bytes of data that ride along with each signature: 2 KiB (less for large groups), so
+    one rank's share stays under the 4 KiB eager limit of shared-memory MPI transports."""
+    return min(2048, 32768 // max(size, 1)) // 8 * 8
+
+
+def exchange_length(size: int) -> int:
+    """int64 words each rank contributes to a signature exchange: signature + payload slot."""
+    return signature_length(size) + fused_payload_bytes(size) // 8
 
 
 @dataclass(frozen=True)
@@ -108,10 +126,6 @@ class CallSignature:
     root: int = -1
     send_counts: tuple | None = None
     recv_counts: tuple | None = None
-
-    @property
-    def numel(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) if self.shape else (0 if self.dtype is None else 1)
 
     def describe(self) -> str:
         """Human-readable form, e.g. ``allreduce(float32[1000], op=sum)``."""
@@ -129,17 +143,28 @@ class CallSignature:
         extra += f", root={self.root}" if self.root >= 0 else ""
         return f"{self.kind}({dtype}[{shape}]{extra})"
 
-    def encode(self, seq: int, size: int) -> np.ndarray:
-        """Fixed-length int64 vector (identical length on every rank of the group)."""
-        vec = np.full(signature_length(size), -1, dtype=np.int64)
+    def encode(self, seq: int, size: int, payload: np.ndarray | None = None) -> np.ndarray:
+        """Fixed-length int64 vector (identical length on every rank of the group).
+
+        The first :func:`signature_length` words are the signature; the rest (see
+        :func:`exchange_length`) carry ``payload`` bytes, so a small allreduce can travel with
+        its signature in one collective.
+        """
+        length = signature_length(size)
+        vec = np.empty(exchange_length(size), dtype=np.int64)
         row = self.shape[1:] if self.kind == "alltoallv" else self.shape
-        vec[:_HEADER] = [seq, _KINDS.index(self.kind), _OPS.index(self.op),
-                         _DTYPES.index(self.dtype) if self.dtype in _DTYPES else len(_DTYPES),
-                         self.numel, self.root, int(np.prod(row, dtype=np.int64)) if row else 1,
-                         hash(tuple(int(s) for s in self.shape)) & ((1 << 62) - 1)]
+        vec[:_HEADER] = (seq, _KIND_INDEX[self.kind], _OP_INDEX[self.op],
+                         _DTYPE_INDEX.get(self.dtype, len(_DTYPES)), math.prod(self.shape),
+                         self.root, math.prod(row),
+                         hash(tuple(int(s) for s in self.shape)) & ((1 << 62) - 1))
         if self.send_counts is not None and size <= MAX_SIGNED_COUNTS:
             vec[_HEADER:_HEADER + size] = self.send_counts
-            vec[_HEADER + size:_HEADER + 2 * size] = self.recv_counts
+            vec[_HEADER + size:length] = self.recv_counts
+        else:
+            vec[_HEADER:length] = -1
+        vec[length:] = 0
+        if payload is not None:
+            vec[length:].view(np.uint8)[:payload.size] = payload
         return vec
 
     @classmethod
@@ -155,10 +180,12 @@ class CallSignature:
         return seq, cls(_KINDS[kind], _OPS[op], dtype_value, shape, root, *counts)
 
 
-def find_mismatch(rows: np.ndarray, size: int, what: str = "") -> str | None:
+def find_mismatch(rows: np.ndarray, size: int, what: Callable[[], str] | str = "") -> str | None:
     """Compare the gathered signatures ``rows`` (``[size, L]``); describe a mismatch or None."""
-    rows = np.asarray(rows).reshape(size, -1)
+    rows = np.asarray(rows).reshape(size, -1)[:, :signature_length(size)]
     first = rows[0]
+    if first[1] != _KIND_INDEX["alltoallv"] and (rows == first).all():
+        return None  # the common case: identical signatures
     kinds = rows[:, 1]
     fields = {"allreduce": (1, 2, 3, 4), "reduce": (1, 2, 3, 4, 5), "broadcast": (1, 3, 4, 5),
               "allgather": (1, 3, 4, 7), "alltoallv": (1, 3, 6), "allgather_object": (1,),
@@ -193,6 +220,7 @@ def find_mismatch(rows: np.ndarray, size: int, what: str = "") -> str | None:
             call = "an unreadable signature"
         calls.setdefault(call, []).append(rank)
     listing = "; ".join(f"{_ranks(ranks)}: {call}" for call, ranks in calls.items())
+    what = what() if callable(what) else what
     return (f"collective mismatch{' on ' + what if what else ''} ({problem}): {listing}. "
             f"Every rank must make the same collective calls in the same order with matching "
             f"arguments")
@@ -339,21 +367,27 @@ class Guard:
                                   f"waiting in {label}", failed)
 
     def wait(self, done: Callable[[], bool], what: Callable[[], str] | str,
-             started: float | None = None, block: Callable[[float], bool] | None = None) -> None:
+             started: float | None = None, block: Callable[[float], bool] | None = None,
+             spin_s: float = SPIN_S) -> None:
         """Poll ``done()`` until true; raise on deadline or on a peer's failure notice.
 
-        ``block(seconds)``, if given, waits up to ``seconds`` for completion (an Event's wait)
-        instead of sleeping. The first ~50 us spin, then sleeps back off to 1 ms, so short
-        collectives stay fast and long waits cost no CPU.
+        ``block(seconds)``, if given, waits up to ``seconds`` for completion (an Event's wait,
+        which releases the GIL at once) instead of polling. Otherwise the first ``spin_s``
+        seconds spin (a rank that sleeps on a busy machine may not get its core back for
+        milliseconds; yielding with ``sleep(0)`` was measured 2-5x slower under load), then
+        sleep, backing off to 1 ms, so short collectives stay fast and long waits cost no CPU.
+        Another Python thread waits at most ``spin_s`` for the GIL, so a thread that shares
+        the process with backward (the ring thread) spins briefly.
         """
         if done():
             return
         start = time.monotonic() if started is None else started
         deadline = start + self.timeout
-        spin_until = time.perf_counter() + 50e-6
-        while time.perf_counter() < spin_until:
-            if done():
-                return
+        if block is None:
+            spin_until = time.perf_counter() + spin_s
+            while time.perf_counter() < spin_until:
+                if done():
+                    return
         pause = 10e-6
         while True:
             if block is not None:
@@ -373,7 +407,7 @@ class Guard:
                     f"(a rank may be stuck, computing, or waiting in a different call); raise "
                     f"the limit with init(timeout=...) or {ENV_TIMEOUT} if this is expected")
 
-    def verify(self, rows: np.ndarray, what: str = "") -> None:
+    def verify(self, rows: np.ndarray, what: Callable[[], str] | str = "") -> None:
         """Raise :class:`CollectiveMismatchError` if the gathered signatures disagree."""
         problem = find_mismatch(rows, self.size, what)
         if problem is not None:

@@ -203,7 +203,7 @@ class TorchCommunicator(Communicator):
                 finish()
             except Exception as exc:  # gloo reports a dead peer as a connection error
                 self._raise_failed(what, exc)
-            self.guard.verify(rows, what())
+            self.guard.verify(rows, what)
         return what, started
 
     def _work(self, work, what, started, finish=None) -> Work:
@@ -215,7 +215,7 @@ class TorchCommunicator(Communicator):
                 self._raise_failed(what, exc)
             return finish() if finish is not None else None
 
-        return Work(complete)
+        return Work(complete, test_fn=work.is_completed)
 
     def _raise_failed(self, what, exc: Exception) -> None:
         self.guard._last_poll = 0.0  # read the board now: a notice names the failed rank
@@ -234,11 +234,6 @@ class TorchCommunicator(Communicator):
         work = dist.all_reduce(tensor, _REDUCE_OPS[op], group=self.group, async_op=True)
         handle = self._work(work, what, started, lambda: tensor)
         handle.started_at = launched
-        try:  # completion time, for overlap statistics
-            work.get_future().add_done_callback(
-                lambda _fut: setattr(handle, "finished_at", time.perf_counter()))
-        except (RuntimeError, AttributeError):
-            pass
         return handle
 
     def reduce(self, tensor: torch.Tensor, root: int = 0, op: str = "sum") -> torch.Tensor:

@@ -114,7 +114,8 @@ class DataParallel(nn.Module):
         self._sync = True
         self._in_backward = False
         self._fired = [False] * len(self._params)
-        self._next = 0
+        self._next = 0  # buckets [0, _next) are posted
+        self._finished = 0  # buckets [0, _finished) are known to have completed
         self.stats: dict[str, float] = {}
 
     # -- set-up ---------------------------------------------------------------------------
@@ -205,6 +206,11 @@ class DataParallel(nn.Module):
             bucket.pending -= 1
             if bucket.pending == 0:
                 self._launch_ready()
+            for launched in self._buckets[self._finished:self._next]:
+                # notes completion times, and drives MPI's progress for non-threaded requests
+                if not launched.work.test():
+                    break
+                self._finished += 1
 
         return hook
 
@@ -266,6 +272,7 @@ class DataParallel(nn.Module):
                 bucket.reset()
             self._fired = [False] * len(self._params)
             self._next = 0
+            self._finished = 0
             self._in_backward = False
 
     def _record_stats(self, backward_end: float, waited: float) -> None:

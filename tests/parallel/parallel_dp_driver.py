@@ -1,6 +1,6 @@
 """Run under mpirun by test_parallel_data_parallel.py: K-rank DataParallel vs one process.
 
-argv: backend mode [steps]. Modes:
+argv: backend [modes] (comma-separated, default all). Modes:
 - ``plain``: N SGD steps; every rank also trains a reference replica, alone, on the
   concatenated global batch; parameters must agree within 1e-5.
 - ``no_sync``: two micro-batches per step, the first under ``no_sync()``.
@@ -51,11 +51,19 @@ def max_diff(a: nn.Module, b: nn.Module) -> float:
     return max(float((p - q).abs().max()) for p, q in zip(a.parameters(), b.parameters()))
 
 
+MODES = ("plain", "no_sync", "unused", "fp16", "bf16")
+
+
 def main() -> None:
     torch.set_num_threads(1)
-    backend, mode = sys.argv[1], sys.argv[2]
-    steps = int(sys.argv[3]) if len(sys.argv) > 3 else 3
+    backend = sys.argv[1]
+    modes = sys.argv[2].split(",") if len(sys.argv) > 2 else MODES
     comm = init(backend)
+    for mode in modes:
+        run(comm, mode)
+
+
+def run(comm, mode: str, steps: int = 3) -> None:
     rank, size = comm.rank, comm.size
     torch.manual_seed(rank)  # different init per rank: DataParallel must broadcast rank 0's
     model = Net()
