@@ -1,8 +1,9 @@
 """Compressed sparse row graph keyed by destination, the one graph type partitioners consume.
 
-Row ``v`` of the CSR lists the sources ``u`` of the edges ``u -> v`` (``indices[indptr[v]:indptr[v+1]]``),
-which is the layout message passing aggregates over. Edge ``e`` of the graph is the ``e``-th entry of
-``indices``; vertex-cut partitions align their per-edge arrays with this order.
+Row ``v`` of the CSR lists the sources ``u`` of the edges ``u -> v``
+(``indices[indptr[v]:indptr[v+1]]``), which is the layout message passing aggregates over. Edge
+``e`` of the graph is the ``e``-th entry of ``indices``; vertex-cut partitions align their
+per-edge arrays with this order.
 """
 
 from __future__ import annotations
@@ -159,7 +160,7 @@ class CSRGraph:
         return cls(csr.indptr, csr.indices, csr.shape[0])
 
     def to_scipy(self) -> sp.csr_matrix:
-        """``N x N`` csr_matrix with ones, ``[v, u] = 1`` for edge ``u -> v`` (duplicates summed)."""
+        """``N x N`` csr_matrix of ones, ``[v, u] = 1`` for edge ``u -> v`` (duplicates summed)."""
         data = np.ones(self.num_edges, dtype=np.float32)
         return sp.csr_matrix((data, self.indices, self.indptr),
                              shape=(self.num_nodes, self.num_nodes))

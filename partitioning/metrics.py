@@ -54,9 +54,9 @@ def part_summary(graph, partition: Partition, feature_bytes_per_row: int | None 
 
     Returns a dict with per-part int64 arrays ``nodes`` (owned or mastered), ``edges`` (in-edges
     of owned nodes; for a vertex cut, the edges assigned to the part), ``halo_nodes`` and
-    ``train_nodes`` (owned training nodes; zeros when ``graph`` has no ``train_mask``), ``halo_peers``
-    (number of parts each part receives halo rows from: its messages per exchange), and
-    scalars ``kind``, ``method``, ``num_parts``, ``num_nodes``, ``num_edges``, ``edge_cut``,
+    ``train_nodes`` (owned training nodes; zeros when ``graph`` has no ``train_mask``),
+    ``halo_peers`` (number of parts each part receives halo rows from: its messages per
+    exchange), and scalars ``kind``, ``method``, ``num_parts``, ``num_nodes``, ``num_edges``, ``edge_cut``,
     ``edge_cut_fraction``, ``replication_factor``, ``halo_rows_total``, ``balance_nodes``,
     ``balance_edges``, ``balance_train``, ``time_s``, ``peak_memory_bytes``. With
     ``feature_bytes_per_row`` (e.g. ``4 * feature_dim`` for float32) it adds
@@ -77,7 +77,8 @@ def part_summary(graph, partition: Partition, feature_bytes_per_row: int | None 
     foreign = partition.node_parts[coo.row] != coo.col
     halo = np.bincount(coo.col[foreign], minlength=p).astype(np.int64)
     # distinct (receiving part, owner part) pairs: the peers each part receives halo rows from
-    pairs = np.unique(coo.col[foreign].astype(np.int64) * p + partition.node_parts[coo.row[foreign]])
+    owners = partition.node_parts[coo.row[foreign]]
+    pairs = np.unique(coo.col[foreign].astype(np.int64) * p + owners)
     peers = np.bincount(pairs // p, minlength=p).astype(np.int64)
     train_mask = get_train_mask(graph, g.num_nodes)
     if train_mask is None:

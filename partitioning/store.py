@@ -107,7 +107,8 @@ def check_target(out_dir, overwrite: bool = False) -> Path:
         raise PartitionError(f"cannot write store {out_dir}: folder {parent} is not writable")
     if out_dir.exists() and not overwrite:
         raise PartitionError(
-            f"store folder {out_dir} already exists; remove it or pass overwrite=True (--overwrite)")
+            f"store folder {out_dir} already exists; remove it or pass overwrite=True "
+            "(--overwrite)")
     if out_dir.exists() and not (out_dir / MANIFEST).is_file():
         raise PartitionError(
             f"refusing to replace {out_dir}: it exists and is not a partition store")
