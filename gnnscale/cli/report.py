@@ -30,8 +30,7 @@ def format_time_table(final: dict) -> str:
     out = [f"done: {final['epochs']} epochs, final loss {final['final_loss']:.4f}, "
            f"train {final['final_train_acc']:.4f}, val {final['final_val_acc']:.4f}, "
            f"test {final['final_test_acc']:.4f}",
-           f"best val {final['best_val_acc']:.4f} at epoch {final['best_epoch']} "
-           f"(test {final['test_acc_at_best_val']:.4f}); mean epoch "
+           _best_line(final) + "; mean epoch "
            f"{final['mean_epoch_time_s'] * 1e3:.1f} ms, total {final['total_time_s']:.2f} s",
            "", "where an epoch's time went (ms, mean over epochs after the first):"]
     ranks = final.get("per_rank") or [dict(rank=0, **final["mean_time_breakdown_s"])]
@@ -44,3 +43,14 @@ def format_time_table(final: dict) -> str:
         out.append(f"{'owned / halo nodes':24s}" +
                    "".join(f"{str(r['owned']) + '/' + str(r['halo']):>10s}" for r in ranks))
     return "\n".join(out)
+
+
+def _best_line(final: dict) -> str:
+    metric = final.get("monitor", "val_acc")
+    best = final.get("best_metrics") or {}
+    test = metric.replace("val_", "test_", 1)
+    if metric in best and test in best:
+        return (f"best {metric} {best[metric]:.4f} at epoch {final['best_epoch']} "
+                f"({test} {best[test]:.4f})")
+    return (f"best val {final['best_val_acc']:.4f} at epoch {final['best_epoch']} "
+            f"(test {final['test_acc_at_best_val']:.4f})")

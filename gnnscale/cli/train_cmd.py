@@ -87,12 +87,35 @@ def add_parser(subparsers) -> None:
                       help="communication backend")
     dist.add_argument("--threads", type=_positive_int, default=None,
                       help="torch threads per rank; default: cores / ranks on this host")
+    run_opts = p.add_argument_group("evaluation and checkpoints")
+    run_opts.add_argument("--metric", default="acc", choices=("acc", "f1", "auc"),
+                          help="metric that picks the best epoch and drives early stopping "
+                               "(f1: macro-F1; auc: ROC AUC, binary tasks); accuracy is "
+                               "always reported")
+    run_opts.add_argument("--early-stop", type=_positive_int, default=None, metavar="PATIENCE",
+                          help="stop when the validation metric has not improved for "
+                               "PATIENCE epochs")
+    run_opts.add_argument("--checkpoint-dir", default=None, metavar="DIR",
+                          help="write DIR/latest.pt (model, optimiser, epoch, every rank's "
+                               "random state) atomically")
+    run_opts.add_argument("--checkpoint-every", type=_positive_int, default=10, metavar="N",
+                          help="epochs between checkpoints (with --checkpoint-dir)")
+    run_opts.add_argument("--resume", action="store_true",
+                          help="continue from --checkpoint-dir's latest.pt if there is one "
+                               "(same ranks; the losses continue exactly)")
+    run_opts.add_argument("--predictions-out", default=None, metavar="PATH",
+                          help="after training write every node's logits and prediction")
+    run_opts.add_argument("--predictions-layout", default="gathered",
+                          choices=("gathered", "per-part"),
+                          help="one .npz gathered on rank 0, or a folder with one per rank")
     out = p.add_argument_group("output")
     out.add_argument("--metrics-out", default=None, metavar="FILE",
                      help="write JSON lines: one per epoch, then a summary line")
     out.add_argument("--log-every", type=_positive_int, default=None,
                      help="print an epoch line every N epochs; default: about 10 lines")
     out.add_argument("--no-progress", action="store_true", help="no progress bar")
+    out.add_argument("--plot", default=None, metavar="PNG",
+                     help="write loss/metric curves and the per-rank time breakdown")
     p.set_defaults(func=run)
 
 
@@ -105,7 +128,7 @@ def default_threads() -> int:
 
 def run(args) -> int:
     from .. import comm as comm_module
-    from ..engine import MetricsWriter, Trainer, summarise
+    from ..engine import MetricsWriter, Trainer, summarise, write_predictions
     from ..nn import GNN
 
     torch.set_num_threads(args.threads or default_threads())
@@ -117,12 +140,24 @@ def run(args) -> int:
     torch.manual_seed(args.seed)  # identical initial weights on every rank
     model = GNN(args.model, problem.num_features, args.hidden, problem.num_classes,
                 num_layers=args.layers, dropout=args.dropout)
+    metrics = ("acc", args.metric)
     trainer = Trainer(model, problem, comm, lr=args.lr, weight_decay=args.weight_decay,
-                      seed=args.seed)
+                      seed=args.seed, metrics=metrics)
+    resumed_from = _maybe_resume(trainer, args, comm)
     say(header)
-    writer = MetricsWriter(args.metrics_out, comm)
+    if resumed_from:
+        say(f"resumed from {args.checkpoint_dir} after epoch {resumed_from}")
+    writer = MetricsWriter(args.metrics_out, comm, append=bool(resumed_from))
     records = _train_with_progress(trainer, args, comm, writer)
-    final = summarise(records)
+    if args.predictions_out:
+        path = write_predictions(trainer, args.predictions_out, args.predictions_layout)
+        say(f"predictions for every node written to {path if comm.rank == 0 else ''}"
+            f"{args.predictions_out if args.predictions_layout == 'per-part' else ''}")
+    if not records:
+        say(f"nothing to do: the checkpoint is already at epoch {trainer.epoch} of {args.epochs}")
+        writer.close()
+        return 0
+    final = summarise(records, monitor=f"val_{args.metric}")
     per_rank = comm.allgather_object({"rank": comm.rank, "owned": problem.graph.num_owned,
                                       "halo": problem.graph.num_halo,
                                       **final["mean_time_breakdown_s"]})
@@ -131,7 +166,31 @@ def run(args) -> int:
     writer.write(final)
     writer.close()
     say(format_time_table(final))
+    if args.plot and comm.rank == 0:
+        from .plot_cmd import plot_records
+
+        plot_records([r.to_json() for r in records] + [final], args.plot)
+        say(f"plot written to {args.plot}")
     return 0
+
+
+def _maybe_resume(trainer, args, comm) -> int:
+    """Load --checkpoint-dir's latest checkpoint when --resume asks for it; 0 if none."""
+    from pathlib import Path
+
+    from ..engine import load_checkpoint
+
+    if not args.resume:
+        return 0
+    if not args.checkpoint_dir:
+        raise UsageError("--resume needs --checkpoint-dir (where the checkpoints are)")
+    latest = Path(args.checkpoint_dir) / "latest.pt"
+    exists = comm.allgather_object(latest.is_file())
+    if not any(exists):
+        return 0
+    with agreed_failure(comm):
+        epoch = load_checkpoint(trainer, latest)
+    return epoch
 
 
 def _problem_in_memory(args, comm):
@@ -183,6 +242,8 @@ def _problem_from_store(args, comm):
 def _train_with_progress(trainer, args, comm, writer):
     from tqdm import tqdm
 
+    from ..engine import save_checkpoint
+
     log_every = args.log_every or max(1, args.epochs // 10)
     show = comm.rank == 0
     bar = tqdm(total=args.epochs, desc="training", unit="epoch", file=sys.stderr,
@@ -197,12 +258,23 @@ def _train_with_progress(trainer, args, comm, writer):
             line = (f"epoch {record.epoch:4d}  loss {record.loss:.4f}  "
                     f"train {record.train_acc:.4f}  val {record.val_acc:.4f}  "
                     f"test {record.test_acc:.4f}  time {record.epoch_time_s * 1e3:.1f} ms")
+            if args.metric != "acc":
+                line += (f"  val_{args.metric} {record.metrics[f'val_{args.metric}']:.4f}  "
+                         f"test_{args.metric} {record.metrics[f'test_{args.metric}']:.4f}")
             if bar.disable:
                 print(line, flush=True)
             else:
                 bar.write(line)
 
+    def on_epoch_and_checkpoint(record):
+        on_epoch(record)
+        if args.checkpoint_dir and (record.epoch % args.checkpoint_every == 0
+                                    or record.epoch == args.epochs):
+            save_checkpoint(trainer, args.checkpoint_dir)
+
+    bar.update(trainer.epoch)
     try:
-        return trainer.fit(args.epochs, on_epoch)
+        return trainer.fit(args.epochs, on_epoch_and_checkpoint, patience=args.early_stop,
+                           monitor=f"val_{args.metric}")
     finally:
         bar.close()

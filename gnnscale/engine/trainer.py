@@ -7,6 +7,7 @@ the same step as one process on the whole graph would.
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Callable, Iterable
 
@@ -17,8 +18,9 @@ from torch.nn import functional as F
 from ..comm import Communicator
 from ..nn import dropout as dropout_rng
 from ..parallel import allreduce_gradients
+from .evaluation import evaluate_global
 from .local_problem import LocalProblem
-from .metrics import EpochRecord, global_loss_and_accuracy
+from .metrics import EpochRecord
 
 
 def rank_seed(seed: int, rank: int) -> int:
@@ -36,13 +38,16 @@ class Trainer:
         lr: Adam learning rate (default 0.01).
         weight_decay: Adam weight decay (default 5e-4).
         seed: seeds rank-local randomness (dropout) as ``rank_seed(seed, rank)``.
+        metrics: metrics to compute per split, from ``("acc", "f1", "auc")`` (default acc).
     """
 
     def __init__(self, model: torch.nn.Module, problem: LocalProblem, comm: Communicator,
-                 lr: float = 0.01, weight_decay: float = 5e-4, seed: int = 0):
+                 lr: float = 0.01, weight_decay: float = 5e-4, seed: int = 0,
+                 metrics=("acc",)):
         self.model = model
         self.problem = problem
         self.comm = comm
+        self.metrics = tuple(dict.fromkeys(("acc", *metrics)))
         self.optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
         self.epoch = 0
         torch.manual_seed(rank_seed(seed, comm.rank))
@@ -50,7 +55,7 @@ class Trainer:
 
     def train_step(self) -> tuple[float, dict]:
         """One forward/backward/allreduce/step. Returns (this rank's loss share, timings)."""
-        problem, stats = self.problem, self.problem.graph.halo_plan.stats
+        problem = self.problem
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
         t0 = time.perf_counter()
@@ -76,10 +81,10 @@ class Trainer:
         return self.model(self.problem.x, self.problem.graph)
 
     def evaluate(self, local_loss: float = 0.0) -> tuple[float, dict]:
-        """Global (loss, accuracy per split) of the current model."""
-        logits = self.predict()
-        return global_loss_and_accuracy(local_loss, logits, self.problem.y, self.problem.masks,
-                                        self.comm)
+        """Global (loss, ``{split}_{metric}`` dict) of the current model."""
+        p = self.problem
+        return evaluate_global(local_loss, self.predict(), p.y, p.masks, p.num_classes,
+                               self.comm, self.metrics)
 
     def run_epoch(self) -> EpochRecord:
         """Train one epoch, evaluate, and return its record (identical numbers on every rank)."""
@@ -90,39 +95,73 @@ class Trainer:
         comm_stats = stats.reset()  # the training step's exchanges only; eval's go to eval_s
         timings["halo_wait_s"] = comm_stats.halo_wait_s
         t_eval = time.perf_counter()
-        loss, accuracy = self.evaluate(local_loss)
+        loss, values = self.evaluate(local_loss)
         timings["eval_s"] = time.perf_counter() - t_eval
         stats.reset()
         self.epoch += 1
-        return EpochRecord(epoch=self.epoch, loss=loss, train_acc=accuracy["train"],
-                           val_acc=accuracy["val"], test_acc=accuracy["test"],
+        return EpochRecord(epoch=self.epoch, loss=loss, train_acc=values["train_acc"],
+                           val_acc=values["val_acc"], test_acc=values["test_acc"],
                            epoch_time_s=time.perf_counter() - start, time=timings,
-                           halo_bytes_sent=comm_stats.halo_bytes_sent)
+                           halo_bytes_sent=comm_stats.halo_bytes_sent, metrics=values)
 
-    def fit(self, epochs: int, on_epoch: Callable[[EpochRecord], None] | None = None
-            ) -> list[EpochRecord]:
-        """Run ``epochs`` epochs, calling ``on_epoch(record)`` after each."""
-        records = []
-        for _ in range(epochs):
+    def fit(self, epochs: int, on_epoch: Callable[[EpochRecord], None] | None = None,
+            patience: int | None = None, monitor: str = "val_acc") -> list[EpochRecord]:
+        """Train until ``self.epoch == epochs``, calling ``on_epoch(record)`` after each epoch.
+
+        patience: stop early once ``monitor`` (higher is better; ``loss``: lower) has not
+        improved for this many epochs. Every rank sees the same numbers, so all stop together.
+        """
+        records, best, since_best = [], -math.inf, 0
+        sign = -1.0 if monitor == "loss" else 1.0
+        while self.epoch < epochs:
             record = self.run_epoch()
             records.append(record)
             if on_epoch is not None:
                 on_epoch(record)
+            value = sign * record.value(monitor)
+            if value > best:
+                best, since_best = value, 0
+            else:
+                since_best += 1
+            if patience is not None and since_best >= patience:
+                break
         return records
 
+    # -- checkpoint state -----------------------------------------------------------------
+    def state_dict(self) -> dict:
+        """Everything a resumed run needs, identical on every rank except the RNG states,
+        which are gathered from every rank (collective)."""
+        rng = {"torch": torch.get_rng_state(), "dropout": dropout_rng.get_state()}
+        return {"epoch": self.epoch, "model": self.model.state_dict(),
+                "optimizer": self.optimizer.state_dict(),
+                "rng_per_rank": self.comm.allgather_object(rng), "num_ranks": self.comm.size}
 
-def summarise(records: Iterable[EpochRecord]) -> dict:
-    """Final summary: best validation epoch, its test accuracy, mean epoch time, time split."""
+    def load_state_dict(self, state: dict) -> None:
+        """Restore a :meth:`state_dict` saved by a job with the same number of ranks."""
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.epoch = int(state["epoch"])
+        rng = state["rng_per_rank"][self.comm.rank]
+        torch.set_rng_state(rng["torch"])
+        dropout_rng.set_state(rng["dropout"])
+
+
+def summarise(records: Iterable[EpochRecord], monitor: str = "val_acc") -> dict:
+    """Final summary: best epoch by ``monitor``, its test metrics, mean epoch time, time split."""
     records = list(records)
     if not records:
         return {}
-    best = max(records, key=lambda r: (r.val_acc, -r.epoch))
+    sign = -1.0 if monitor == "loss" else 1.0
+    best = max(records, key=lambda r: (sign * r.value(monitor), -r.epoch))
     steady = records[1:] or records  # the first epoch pays one-off set-up costs
     times = {k: float(np.mean([r.time.get(k, 0.0) for r in steady])) for k in steady[0].time}
-    return {"summary": True, "epochs": len(records), "final_loss": records[-1].loss,
-            "final_train_acc": records[-1].train_acc, "final_val_acc": records[-1].val_acc,
-            "final_test_acc": records[-1].test_acc, "best_epoch": best.epoch,
+    last = records[-1]
+    return {"summary": True, "epochs": last.epoch, "final_loss": last.loss,
+            "final_train_acc": last.train_acc, "final_val_acc": last.val_acc,
+            "final_test_acc": last.test_acc,
+            "final_metrics": last.metrics, "monitor": monitor, "best_epoch": best.epoch,
             "best_val_acc": best.val_acc, "test_acc_at_best_val": best.test_acc,
+            "best_metrics": best.metrics,
             "mean_epoch_time_s": float(np.mean([r.epoch_time_s for r in steady])),
             "mean_time_breakdown_s": times,
             "total_time_s": float(sum(r.epoch_time_s for r in records))}

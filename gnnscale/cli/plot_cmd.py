@@ -1,0 +1,94 @@
+"""``gnnscale plot METRICS``: PNG curves of loss and metrics, and the per-rank time breakdown."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..engine.metrics import TIME_PARTS
+from ..errors import DataError
+from .common import formatter, say
+
+
+def add_parser(subparsers) -> None:
+    """Register ``plot``."""
+    p = subparsers.add_parser("plot", help="plot a metrics file written by train --metrics-out",
+                              description="Write a PNG with the loss, the accuracy (and any "
+                                          "other metric) per epoch, and where each rank's "
+                                          "epoch time went.", formatter_class=formatter)
+    p.add_argument("metrics", help="JSON-lines file from `gnnscale train --metrics-out`")
+    p.add_argument("--out", default=None,
+                   help="PNG to write; default: the metrics file with a .png suffix")
+    p.set_defaults(func=run)
+
+
+def read_metrics(path) -> list[dict]:
+    """Records of a metrics file (DataError naming the line when it is not JSON lines)."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"metrics file {path} does not exist")
+    records = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            raise DataError(f"{path} line {number} is not JSON: {line[:60]!r}") from None
+    if not any("epoch" in r and "loss" in r for r in records):
+        raise DataError(f"{path} holds no epoch records; write it with "
+                        f"`gnnscale train --metrics-out {path}`")
+    return records
+
+
+def plot_records(records: list[dict], out_path) -> Path:
+    """Draw the curves and the time breakdown of ``records`` into ``out_path`` (PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    epochs = [r for r in records if not r.get("summary")]
+    summary = next((r for r in reversed(records) if r.get("summary")), None)
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    x = [r["epoch"] for r in epochs]
+    axes[0].plot(x, [r["loss"] for r in epochs], color="tab:red")
+    axes[0].set(title="training loss", xlabel="epoch", ylabel="loss")
+    names = sorted({k for r in epochs for k in (r.get("metrics") or {})} or
+                   {"train_acc", "val_acc", "test_acc"})
+    for name in names:
+        values = [(r.get("metrics") or r).get(name) for r in epochs]
+        axes[1].plot(x, values, label=name)
+    axes[1].set(title="metrics", xlabel="epoch", ylim=(0, 1.02))
+    axes[1].legend(fontsize=8)
+    ranks = (summary or {}).get("per_rank") or []
+    if ranks:
+        bottom = [0.0] * len(ranks)
+        for key in TIME_PARTS:
+            if key == "halo_wait_s" or key not in ranks[0]:
+                continue  # halo wait is part of forward/backward: drawn as a hatch below
+            heights = [r[key] * 1e3 for r in ranks]
+            axes[2].bar([r["rank"] for r in ranks], heights, bottom=bottom,
+                        label=key.replace("_s", ""))
+            bottom = [b + h for b, h in zip(bottom, heights)]
+        axes[2].bar([r["rank"] for r in ranks], [r.get("halo_wait_s", 0) * 1e3 for r in ranks],
+                    fill=False, hatch="//", label="of which halo wait")
+        axes[2].set(title="where an epoch's time went", xlabel="rank", ylabel="ms",
+                    xticks=[r["rank"] for r in ranks])
+        axes[2].legend(fontsize=7)
+    else:
+        axes[2].set_axis_off()
+        axes[2].text(0.5, 0.5, "no summary line: run finished early?", ha="center")
+    fig.tight_layout()
+    out_path = Path(out_path)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out_path, dpi=110)
+    plt.close(fig)
+    return out_path
+
+
+def run(args) -> int:
+    out = args.out or str(Path(args.metrics).with_suffix(".png"))
+    path = plot_records(read_metrics(args.metrics), out)
+    say(f"wrote {path}")
+    return 0

@@ -1,0 +1,120 @@
+"""Checkpoints: model, optimiser, epoch and every rank's random state, written atomically.
+
+A checkpoint is one file written by rank 0 (model and optimiser are identical on every rank; the
+per-rank random states are gathered into it). The payload is saved with ``torch.save``, then a
+small header (format name, version, payload sha256 and length) is prepended, so a truncated,
+altered or foreign file is refused before anything is unpickled, and loading uses
+``torch.load(weights_only=True)``. Writes go to a temporary file beside the target, are fsynced,
+then renamed over it: a crash mid-write leaves the previous checkpoint intact.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+from pathlib import Path
+
+import torch
+
+from ..errors import GnnscaleError
+
+FORMAT = "gnnscale-checkpoint"
+FORMAT_VERSION = 1
+LATEST = "latest.pt"
+
+
+class CheckpointError(GnnscaleError):
+    """A checkpoint is missing, damaged, from another format version or another job shape."""
+
+
+def _encode(state: dict) -> bytes:
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    payload = buffer.getvalue()
+    header = json.dumps({"format": FORMAT, "format_version": FORMAT_VERSION,
+                         "sha256": hashlib.sha256(payload).hexdigest(),
+                         "bytes": len(payload)}).encode()
+    return len(header).to_bytes(4, "little") + header + payload
+
+
+def write_atomic(path: Path, blob: bytes) -> None:
+    """Write ``blob`` to ``path`` via a synced temporary file and a rename."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "wb") as handle:
+            handle.write(blob)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
+def save_checkpoint(trainer, directory, keep_epoch_copy: bool = False) -> Path | None:
+    """Save the trainer's state to ``directory/latest.pt`` (collective; rank 0 writes).
+
+    Returns the path on rank 0, None elsewhere.
+    """
+    state = trainer.state_dict()  # collective: gathers every rank's RNG state
+    if trainer.comm.rank != 0:
+        return None
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    blob = _encode(state)
+    path = directory / LATEST
+    write_atomic(path, blob)
+    if keep_epoch_copy:
+        write_atomic(directory / f"epoch-{state['epoch']:06d}.pt", blob)
+    return path
+
+
+def read_checkpoint(path) -> dict:
+    """Read and verify a checkpoint file (a directory means its ``latest.pt``)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / LATEST
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint {path} does not exist")
+    blob = path.read_bytes()
+    try:
+        size = int.from_bytes(blob[:4], "little")
+        header = json.loads(blob[4:4 + size])
+        payload = blob[4 + size:]
+    except (ValueError, UnicodeDecodeError):
+        raise CheckpointError(f"{path} is not a gnnscale checkpoint (unreadable header)") \
+            from None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise CheckpointError(f"{path} is not a gnnscale checkpoint")
+    if header.get("format_version") != FORMAT_VERSION:
+        raise CheckpointError(f"{path} has checkpoint format version "
+                              f"{header.get('format_version')!r}; this gnnscale reads version "
+                              f"{FORMAT_VERSION}")
+    if len(payload) != header.get("bytes") or \
+            hashlib.sha256(payload).hexdigest() != header.get("sha256"):
+        raise CheckpointError(f"{path} is truncated or altered (checksum mismatch)")
+    try:
+        return torch.load(io.BytesIO(payload), weights_only=True)
+    except Exception as exc:  # weights-only refusal or a damaged payload
+        raise CheckpointError(f"{path} cannot be loaded: {exc}") from None
+
+
+def load_checkpoint(trainer, path) -> int:
+    """Restore ``trainer`` from ``path``; returns the epoch it resumes after."""
+    state = read_checkpoint(path)
+    if state.get("num_ranks") != trainer.comm.size:
+        raise CheckpointError(f"checkpoint {path} was written by {state.get('num_ranks')} ranks; "
+                              f"resume it with the same number of ranks ({trainer.comm.size} "
+                              f"were started)")
+    try:
+        trainer.load_state_dict(state)
+    except (RuntimeError, KeyError, ValueError) as exc:
+        raise CheckpointError(f"checkpoint {path} does not fit this model: {exc}") from None
+    return trainer.epoch

@@ -1,0 +1,137 @@
+"""Metrics, early stopping, checkpoints and resume, predictions, plots."""
+
+import json
+from itertools import product
+
+import numpy as np
+import pytest
+import torch
+
+from gnnscale.comm import SingleCommunicator
+from gnnscale.engine import CheckpointError, evaluate_global, read_checkpoint, roc_auc
+from mpi_launch import gnnscale_cli
+
+pytestmark = pytest.mark.timeout(600)
+
+
+def test_roc_auc_matches_the_pairwise_definition():
+    rng = np.random.default_rng(0)
+    scores = np.round(rng.random(300), 2)  # ties on purpose
+    labels = rng.random(300) < 0.3
+    pos, neg = scores[labels], scores[~labels]
+    pairwise = np.mean([(p > n) + 0.5 * (p == n) for p, n in product(pos, neg)])
+    assert roc_auc(scores, labels) == pytest.approx(pairwise, abs=1e-12)
+    assert np.isnan(roc_auc(scores, np.zeros(300, bool)))
+
+
+def test_macro_f1_and_accuracy_match_brute_force():
+    rng = np.random.default_rng(1)
+    logits = torch.from_numpy(rng.standard_normal((200, 4)))
+    y = torch.from_numpy(rng.integers(0, 4, 200))
+    masks = {s: torch.from_numpy(rng.random(200) < 0.5) for s in ("train", "val", "test")}
+    _, got = evaluate_global(0.0, logits, y, masks, 4, SingleCommunicator(), ("acc", "f1"))
+    pred = logits.argmax(1).numpy()
+    for split, mask in masks.items():
+        p, t = pred[mask.numpy()], y.numpy()[mask.numpy()]
+        f1s = []
+        for c in range(4):
+            tp, fp, fn = np.sum((p == c) & (t == c)), np.sum((p == c) & (t != c)), \
+                np.sum((p != c) & (t == c))
+            if tp + fp + fn:
+                f1s.append(2 * tp / (2 * tp + fp + fn))
+        assert got[f"{split}_f1"] == pytest.approx(np.mean(f1s))
+        assert got[f"{split}_acc"] == pytest.approx(np.mean(p == t))
+
+
+def epoch_losses(path):
+    return {r["epoch"]: r["loss"] for r in map(json.loads, path.read_text().splitlines())
+            if not r.get("summary")}
+
+
+def test_resume_continues_to_exactly_the_same_losses(tmp_path, datasets_root):
+    base = ["train", "--dataset", "cora", "--data-root", str(datasets_root), "--dropout", "0.5",
+            "--no-progress", "--checkpoint-every", "4"]
+    straight = gnnscale_cli(2, [*base, "--epochs", "12", "--checkpoint-dir",
+                                str(tmp_path / "a"), "--metrics-out", str(tmp_path / "a.jsonl")])
+    assert straight.returncode == 0, straight.stderr
+    first = gnnscale_cli(2, [*base, "--epochs", "8", "--checkpoint-dir", str(tmp_path / "b"),
+                             "--metrics-out", str(tmp_path / "b.jsonl")])
+    assert first.returncode == 0, first.stderr
+    resumed = gnnscale_cli(2, [*base, "--epochs", "12", "--checkpoint-dir", str(tmp_path / "b"),
+                               "--resume", "--metrics-out", str(tmp_path / "b.jsonl")])
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resumed from" in resumed.stdout
+    assert epoch_losses(tmp_path / "b.jsonl") == epoch_losses(tmp_path / "a.jsonl")  # exact
+
+    # the checkpoint of 2 ranks refuses 3, naming the file
+    wrong = gnnscale_cli(3, [*base, "--epochs", "12", "--checkpoint-dir", str(tmp_path / "b"),
+                             "--resume"])
+    assert wrong.returncode == 2 and "written by 2 ranks" in wrong.stderr
+    assert "latest.pt" in wrong.stderr and "Traceback" not in wrong.stderr
+
+
+def test_damaged_checkpoints_are_refused(tmp_path, datasets_root):
+    made = gnnscale_cli(None, ["train", "--dataset", "cora", "--data-root", str(datasets_root),
+                               "--epochs", "2", "--no-progress", "--checkpoint-dir",
+                               str(tmp_path)])
+    assert made.returncode == 0, made.stderr
+    path = tmp_path / "latest.pt"
+    good = path.read_bytes()
+    assert read_checkpoint(path)["epoch"] == 2
+    path.write_bytes(good[:-100])
+    with pytest.raises(CheckpointError, match="truncated or altered"):
+        read_checkpoint(path)
+    path.write_bytes(good[:-1] + bytes([good[-1] ^ 1]))
+    with pytest.raises(CheckpointError, match="truncated or altered"):
+        read_checkpoint(path)
+    path.write_bytes(good.replace(b'"format_version": 1', b'"format_version": 9', 1))
+    with pytest.raises(CheckpointError, match="format version 9"):
+        read_checkpoint(path)
+    path.write_bytes(b"not a checkpoint at all")
+    with pytest.raises(CheckpointError, match="not a gnnscale checkpoint"):
+        read_checkpoint(path)
+    resumed = gnnscale_cli(None, ["train", "--dataset", "cora", "--data-root",
+                                  str(datasets_root), "--epochs", "3", "--checkpoint-dir",
+                                  str(tmp_path), "--resume"])
+    assert resumed.returncode == 2 and "latest.pt" in resumed.stderr
+    assert "Traceback" not in resumed.stderr
+
+
+def test_predictions_gathered_per_part_and_one_process_agree(tmp_path, datasets_root):
+    common = ["train", "--dataset", "cora", "--data-root", str(datasets_root), "--epochs", "3",
+              "--dropout", "0", "--no-progress"]
+    one = gnnscale_cli(None, [*common, "--predictions-out", str(tmp_path / "one.npz")])
+    gathered = gnnscale_cli(2, [*common, "--predictions-out", str(tmp_path / "two.npz")])
+    per_part = gnnscale_cli(2, [*common, "--predictions-out", str(tmp_path / "parts"),
+                                "--predictions-layout", "per-part"])
+    for result in (one, gathered, per_part):
+        assert result.returncode == 0, result.stderr
+    a, b = np.load(tmp_path / "one.npz"), np.load(tmp_path / "two.npz")
+    assert a["logits"].shape == (2708, 7)
+    np.testing.assert_allclose(b["logits"], a["logits"], rtol=1e-4, atol=1e-5)
+    parts = [np.load(tmp_path / "parts" / f"part-{r:05d}.npz") for r in range(2)]
+    ids = np.concatenate([p["node_ids"] for p in parts])
+    assert np.array_equal(np.sort(ids), np.arange(2708))
+    logits = np.concatenate([p["logits"] for p in parts])
+    np.testing.assert_array_equal(logits, b["logits"][ids])
+
+
+def test_early_stopping_and_plot(tmp_path, datasets_root):
+    metrics = tmp_path / "m.jsonl"
+    result = gnnscale_cli(None, ["train", "--dataset", "cora", "--data-root",
+                                 str(datasets_root), "--epochs", "200", "--early-stop", "3",
+                                 "--lr", "0.2", "--metric", "f1", "--no-progress",
+                                 "--metrics-out", str(metrics)])
+    assert result.returncode == 0, result.stderr
+    records = [json.loads(line) for line in metrics.read_text().splitlines()]
+    summary = records[-1]
+    assert summary["summary"] and summary["epochs"] < 200
+    assert summary["epochs"] - summary["best_epoch"] == 3  # stopped after 3 epochs without gain
+    assert "val_f1" in records[0]["metrics"]
+    png = tmp_path / "m.png"
+    plotted = gnnscale_cli(None, ["plot", str(metrics), "--out", str(png)])
+    assert plotted.returncode == 0, plotted.stderr
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    metrics.write_text("{not json\n")
+    bad = gnnscale_cli(None, ["plot", str(metrics)])
+    assert bad.returncode == 2 and "line 1 is not JSON" in bad.stderr
