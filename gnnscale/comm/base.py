@@ -130,6 +130,12 @@ class Communicator(abc.ABC):
         """
         return self.allreduce(tensor, op)
 
+    def alloc_buffer(self, numel: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        """A zeroed 1-D CPU tensor that this backend reduces fastest (collective: every rank
+        asks for the same sizes in the same order). Here: ordinary memory; the MPI backend
+        returns shared memory on one host, which its allreduce reduces without messages."""
+        return torch.zeros(int(numel), dtype=dtype)
+
     def broadcast_object(self, obj: Any, root: int = 0) -> Any:
         """Every rank returns ``root``'s ``obj`` (small metadata only)."""
         return self.allgather_object(obj if self.rank == root else None)[root]

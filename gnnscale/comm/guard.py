@@ -86,7 +86,7 @@ def resolve_check(check: bool | None) -> bool:
 
 # -- signatures -------------------------------------------------------------------------------
 _KINDS = ("allreduce", "alltoallv", "allgather", "broadcast", "allgather_object", "barrier",
-          "reduce", "split")
+          "reduce", "split", "alloc_buffer")
 _OPS = (None, "sum", "max", "min")
 _DTYPES = (None, torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64,
            torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool, torch.complex64,
@@ -189,7 +189,7 @@ def find_mismatch(rows: np.ndarray, size: int, what: Callable[[], str] | str = "
     kinds = rows[:, 1]
     fields = {"allreduce": (1, 2, 3, 4), "reduce": (1, 2, 3, 4, 5), "broadcast": (1, 3, 4, 5),
               "allgather": (1, 3, 4, 7), "alltoallv": (1, 3, 6), "allgather_object": (1,),
-              "barrier": (1,), "split": (1,)}
+              "barrier": (1,), "split": (1,), "alloc_buffer": (1, 3, 4)}
     problem = None
     if np.any(kinds != first[1]) or np.any(rows[:, 0] != first[0]):
         problem = "different collectives"

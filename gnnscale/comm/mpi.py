@@ -30,6 +30,7 @@ from .base import Communicator, Work, check_counts, check_op
 from .guard import (CallSignature, FailureBoard, Guard, MPIFailureBoard, exchange_length,
                     fused_payload_bytes, signature_length)
 from .ring import ring_allreduce
+from .shm import SharedBuffer, shm_allreduce, shm_available
 from .worker import CommWorker
 
 RING_MIN_BYTES = 1 << 20  # below this MPI's own allreduce was faster (measured)
@@ -130,6 +131,8 @@ class MPICommunicator(Communicator):
         self._fused_bytes = fused_payload_bytes(self._size)
         self._seq = 0
         self._worker: CommWorker | None = None
+        self._one_host: bool | None = None
+        self._shared: dict[int, tuple] = {}  # data_ptr -> (SharedBuffer, typed views)
 
     @property
     def rank(self) -> int:
@@ -174,6 +177,69 @@ class MPICommunicator(Communicator):
 
         return Work(complete, test_fn=request.Test)  # testing also drives MPI's progress
 
+    def _threaded(self, sig: CallSignature, started: float, body, result) -> Work:
+        """Run ``body(barrier, wait)`` on the communication thread after the signature check.
+
+        ``barrier()`` synchronises the ranks; ``wait(requests)`` completes mpi4py requests;
+        both on the thread's own communicator and under the guard's deadline.
+        """
+        pending = self._post_signature(sig)
+        what = self._label(sig)
+        MPI = self._MPI
+
+        def wait(requests):
+            self.guard.wait(lambda: MPI.Request.Testall(requests), what, started,
+                            spin_s=RING_SPIN_S)
+
+        def barrier():
+            request = self._ring_comm.Ibarrier()
+            self.guard.wait(request.Test, what, started, spin_s=RING_SPIN_S)
+
+        def job_body():
+            work.started_at = time.perf_counter()
+            self._finish_signature(pending, what, started)
+            body(barrier, wait)
+            work.finished_at = time.perf_counter()
+            return result
+
+        def finish():
+            self.guard.wait(job.done.is_set, what, started, block=job.done.wait)
+            return job.outcome()
+
+        work = Work(finish)  # exists before the thread can touch it
+        job = self._get_worker().submit(job_body)
+        work._test_fn = job.done.is_set
+        return work
+
+    def alloc_buffer(self, numel: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        """A zeroed tensor in shared memory when all ranks share one host (collective).
+
+        :meth:`allreduce` of exactly this tensor then runs :func:`~.shm.shm_allreduce` on the
+        communication thread. Elsewhere (several hosts, no ``/dev/shm``) ordinary memory.
+        """
+        numel = int(numel)
+        if self._size == 1 or not shm_available():
+            return torch.zeros(numel, dtype=dtype)
+        self._begin(CallSignature("alloc_buffer", None, dtype, (numel,)))
+        if self._one_host is None:
+            node = self.mpi_comm.Split_type(self._MPI.COMM_TYPE_SHARED)
+            self._one_host = node.Get_size() == self._size
+            node.Free()
+        if not self._one_host:
+            return torch.zeros(numel, dtype=dtype)
+        prefix = self.broadcast_object(f"gnnscale-{os.getpid()}-{os.urandom(4).hex()}-"
+                                       f"{len(self._shared)}" if self._rank == 0 else None)
+        itemsize = torch.empty((), dtype=dtype).element_size()
+        agree = lambda ok: all(self.allgather_object(bool(ok)))  # noqa: E731
+        try:
+            shared = SharedBuffer(prefix, self._rank, self._size, numel * itemsize, agree)
+        except OSError:
+            return torch.zeros(numel, dtype=dtype)  # every rank fell back together
+        views = [shared.typed(q, dtype, numel) for q in range(self._size)]
+        views[self._rank].zero_()
+        self._shared[views[self._rank].data_ptr()] = (shared, views)
+        return views[self._rank]
+
     def _use_ring(self, tensor: torch.Tensor) -> bool:
         return (self._size > 1 and tensor.dtype in _RING_DTYPES
                 and tensor.numel() * tensor.element_size() >= self.ring_min_bytes)
@@ -200,28 +266,14 @@ class MPICommunicator(Communicator):
             self._finish_signature(pending, what, started)
             return Work(result=_reduce_rows(pending[1], signature_length(self._size), tensor,
                                             nbytes, op))
+        shared = self._shared.get(tensor.data_ptr())
+        if shared is not None and shared[1][self._rank].numel() == tensor.numel() and \
+                shared[1][self._rank].dtype == tensor.dtype:
+            return self._threaded(sig, started, lambda barrier, _wait: shm_allreduce(
+                shared[1], self._rank, op, barrier), tensor)
         if self._use_ring(tensor):
-            pending = self._post_signature(sig)
-            what = self._label(sig)
-            MPI = self._MPI
-
-            def ring_job():
-                work.started_at = time.perf_counter()
-                self._finish_signature(pending, what, started)
-                ring_allreduce(self._ring_comm, tensor.view(-1), op,
-                               lambda reqs: self.guard.wait(lambda: MPI.Request.Testall(reqs),
-                                                            what, started, spin_s=RING_SPIN_S))
-                work.finished_at = time.perf_counter()
-                return tensor
-
-            def finish_ring():
-                self.guard.wait(job.done.is_set, what, started, block=job.done.wait)
-                return job.outcome()
-
-            work = Work(finish_ring)  # exists before the thread can touch it
-            job = self._get_worker().submit(ring_job)
-            work._test_fn = job.done.is_set
-            return work
+            return self._threaded(sig, started, lambda _barrier, wait: ring_allreduce(
+                self._ring_comm, tensor.view(-1), op, wait), tensor)
         what, started = self._begin(sig)
         if tensor.dtype in (torch.bfloat16, torch.float16):
             wide = tensor.float()

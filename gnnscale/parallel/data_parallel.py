@@ -49,14 +49,20 @@ class _Bucket:
     """One flat gradient buffer: ``[grads of params..., one presence flag per param]``."""
 
     def __init__(self, index: int, params: list[int], sizes: list[int], dtype, device,
-                 wire: torch.dtype | None):
+                 wire: torch.dtype | None, comm: Communicator):
         self.index = index
         self.params = params  # indices into DataParallel._params
         self.offsets = [sum(sizes[:k]) for k in range(len(sizes))]
         self.numel = sum(sizes)
-        self.buffer = torch.zeros(self.numel + len(params), dtype=dtype, device=device)
+        total = self.numel + len(params)
         compressible = wire is not None and dtype in (torch.float32, torch.float64)
-        self.wire = torch.empty_like(self.buffer, dtype=wire) if compressible else None
+        if device.type == "cpu" and comm.size > 1:
+            # memory the backend reduces fastest (shared memory for MPI on one host)
+            self.buffer = comm.alloc_buffer(total, dtype)
+            self.wire = comm.alloc_buffer(total, wire) if compressible else None
+        else:
+            self.buffer = torch.zeros(total, dtype=dtype, device=device)
+            self.wire = torch.empty_like(self.buffer, dtype=wire) if compressible else None
         self.pending = len(params)
         self.work = None
         self.launched_at = 0.0
@@ -137,7 +143,8 @@ class DataParallel(nn.Module):
                 del open_buckets[key]
         buckets, where = [], [None] * len(self._params)
         for number, ((dtype, device), members, sizes) in enumerate(groups):
-            bucket = _Bucket(number, members, sizes, dtype, device, self._wire_dtype)
+            bucket = _Bucket(number, members, sizes, dtype, device, self._wire_dtype,
+                             self.comm)
             for slot, index in enumerate(members):
                 where[index] = (number, bucket.offsets[slot], slot)
             buckets.append(bucket)

@@ -39,6 +39,23 @@ def main() -> None:
     comm.allreduce(values)
     gathered = comm.allgather(values)
     assert all(torch.equal(gathered[0], gathered[r]) for r in range(size))
+    # buffers from alloc_buffer (shared memory under MPI on one host) reduce in place
+    buffers = [comm.alloc_buffer(n, dtype) for n, dtype in
+               ((10, torch.float32), (30_001, torch.float32), (5_000, torch.bfloat16),
+                (7, torch.int64))]
+    for round_ in range(2):  # reused buffers
+        for buffer in buffers:
+            assert buffer.shape == (buffer.numel(),)
+            buffer.copy_(torch.arange(buffer.numel()) % 7 + rank + round_)
+        works = [comm.allreduce_async(b) for b in buffers]
+        for work in works:
+            work.wait()
+        for buffer in buffers:
+            expected = (torch.arange(buffer.numel()) % 7) * size + total - size + size * round_
+            assert torch.equal(buffer.double(), expected.double()), (buffer.dtype, buffer[:5])
+    buffers[1].copy_(torch.arange(30_001) + rank)
+    comm.allreduce(buffers[1], "max")
+    assert torch.equal(buffers[1], torch.arange(30_001, dtype=torch.float32) + size - 1)
     # reduce onto the last rank
     tensor = torch.full((5,), float(rank + 1))
     comm.reduce(tensor, root=size - 1)
