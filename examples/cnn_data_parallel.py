@@ -14,7 +14,8 @@ Examples::
     python examples/cnn_data_parallel.py --dataset imagenet --batch-size 8 --steps 5
 
 The learning rate follows the linear scaling rule (``--lr`` is per 256 images, multiplied by
-global batch / 256) with a linear warmup from the unscaled rate (Goyal et al., 2017). Every
+global batch / 256) with a linear warmup from the unscaled rate (Goyal et al., 2017; from a
+tenth of it when the global batch is under 256). Every
 ``--log-every`` steps rank 0 prints the loss, images/s, and the split of a step into compute
 (forward + backward + optimizer) and communication: the allreduce time, how much of it was
 exposed after backward, and the fraction hidden behind backward.
@@ -111,8 +112,9 @@ def main(argv=None) -> int:
     else:
         optimizer = torch.optim.SGD(dp.parameters(), lr=lr, momentum=args.momentum,
                                     weight_decay=args.weight_decay)
-    schedule = warmup_schedule(optimizer, args.warmup_steps,
-                               start_factor=min(1.0, 256 / global_batch))
+    # Goyal et al. warm up from the unscaled rate; below 256 images from a tenth of it
+    start_factor = 256 / global_batch if global_batch > 256 else 0.1
+    schedule = warmup_schedule(optimizer, args.warmup_steps, start_factor=start_factor)
     data = SyntheticImages(image_size, classes, args.batch_size, args.seed, rank)
     if rank == 0:
         print(f"{args.model} ({count_parameters(model) / 1e6:.2f}M parameters) on {size} "
@@ -137,6 +139,7 @@ def main(argv=None) -> int:
                 loss.backward()
             loss_sum += float(loss.detach())
             correct += int((logits.argmax(1) == labels).sum())
+        lr_used = optimizer.param_groups[0]["lr"]
         optimizer.step()
         schedule.step()
         step_s = time.perf_counter() - start
@@ -148,7 +151,7 @@ def main(argv=None) -> int:
                   "comm_s": stats.get("comm_s", 0.0),
                   "exposed_comm_s": stats.get("exposed_comm_s", 0.0),
                   "hidden_fraction": stats.get("hidden_fraction", 1.0),
-                  "lr": optimizer.param_groups[0]["lr"]}
+                  "lr": lr_used}
         record["compute_s"] = step_s - record["exposed_comm_s"]
         records.append(record)
         if rank == 0 and ((step + 1) % args.log_every == 0 or step == 0):

@@ -16,12 +16,12 @@ DRIVER = HERE / "comm_driver.py"
 EXTRA = HERE / "comm_extra_driver.py"
 
 
-@pytest.mark.parametrize("nprocs", [2, 3])
-def test_torch_backend_collectives_under_mpirun(nprocs):
-    """init('torch') under mpirun: rendezvous through MPI, gloo collectives, same checks."""
-    result = run_python_mpi(nprocs, DRIVER, ["torch"], timeout=150)
+def test_torch_backend_collectives_under_mpirun():
+    """init('torch') under mpirun: rendezvous through MPI, gloo collectives, same checks
+    (3 ranks run in the next file's extra driver)."""
+    result = run_python_mpi(2, DRIVER, ["torch"], timeout=150)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.count(" ok") == nprocs
+    assert result.stdout.count(" ok") == 2
 
 
 def test_torch_backend_in_a_plain_process():
