@@ -91,7 +91,7 @@ _OPS = (None, "sum", "max", "min")
 _DTYPES = (None, torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64,
            torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool, torch.complex64,
            torch.complex128)
-_HEADER = 8  # seq, kind, op, dtype, numel, root, row width, shape hash
+_HEADER = 9  # seq, kind, op, dtype, numel, root, row width, shape hash, path
 
 
 _KIND_INDEX = {kind: index for index, kind in enumerate(_KINDS)}
@@ -126,6 +126,7 @@ class CallSignature:
     root: int = -1
     send_counts: tuple | None = None
     recv_counts: tuple | None = None
+    path: int = 0  # allreduce: 1 = over a shared-memory buffer from alloc_buffer
 
     def describe(self) -> str:
         """Human-readable form, e.g. ``allreduce(float32[1000], op=sum)``."""
@@ -141,6 +142,7 @@ class CallSignature:
                     f"recv_counts={list(self.recv_counts)})")
         extra = f", op={self.op}" if self.op else ""
         extra += f", root={self.root}" if self.root >= 0 else ""
+        extra += ", shared-memory buffer" if self.path == 1 else ""
         return f"{self.kind}({dtype}[{shape}]{extra})"
 
     def encode(self, seq: int, size: int, payload: np.ndarray | None = None) -> np.ndarray:
@@ -156,7 +158,7 @@ class CallSignature:
         vec[:_HEADER] = (seq, _KIND_INDEX[self.kind], _OP_INDEX[self.op],
                          _DTYPE_INDEX.get(self.dtype, len(_DTYPES)), math.prod(self.shape),
                          self.root, math.prod(row),
-                         hash(tuple(int(s) for s in self.shape)) & ((1 << 62) - 1))
+                         hash(tuple(int(s) for s in self.shape)) & ((1 << 62) - 1), self.path)
         if self.send_counts is not None and size <= MAX_SIGNED_COUNTS:
             vec[_HEADER:_HEADER + size] = self.send_counts
             vec[_HEADER + size:length] = self.recv_counts
@@ -170,14 +172,14 @@ class CallSignature:
     @classmethod
     def decode(cls, vec: np.ndarray, size: int) -> tuple[int, "CallSignature"]:
         """Inverse of :meth:`encode` (the shape comes back as ``(numel,)`` or ``(rows, width)``)."""
-        seq, kind, op, dtype, numel, root, row, _ = (int(v) for v in vec[:_HEADER])
+        seq, kind, op, dtype, numel, root, row, _, path = (int(v) for v in vec[:_HEADER])
         counts = None, None
         if _KINDS[kind] == "alltoallv" and size <= MAX_SIGNED_COUNTS:
             counts = (tuple(int(c) for c in vec[_HEADER:_HEADER + size]),
                       tuple(int(c) for c in vec[_HEADER + size:_HEADER + 2 * size]))
         shape = (numel // max(row, 1), row) if _KINDS[kind] == "alltoallv" else (numel,)
         dtype_value = _DTYPES[dtype] if dtype < len(_DTYPES) else None
-        return seq, cls(_KINDS[kind], _OPS[op], dtype_value, shape, root, *counts)
+        return seq, cls(_KINDS[kind], _OPS[op], dtype_value, shape, root, *counts, path)
 
 
 def find_mismatch(rows: np.ndarray, size: int, what: Callable[[], str] | str = "") -> str | None:
@@ -187,7 +189,7 @@ def find_mismatch(rows: np.ndarray, size: int, what: Callable[[], str] | str = "
     if first[1] != _KIND_INDEX["alltoallv"] and (rows == first).all():
         return None  # the common case: identical signatures
     kinds = rows[:, 1]
-    fields = {"allreduce": (1, 2, 3, 4), "reduce": (1, 2, 3, 4, 5), "broadcast": (1, 3, 4, 5),
+    fields = {"allreduce": (1, 2, 3, 4, 8), "reduce": (1, 2, 3, 4, 5), "broadcast": (1, 3, 4, 5),
               "allgather": (1, 3, 4, 7), "alltoallv": (1, 3, 6), "allgather_object": (1,),
               "barrier": (1,), "split": (1,), "alloc_buffer": (1, 3, 4)}
     problem = None
@@ -199,7 +201,9 @@ def find_mismatch(rows: np.ndarray, size: int, what: Callable[[], str] | str = "
             if np.any(rows[:, index] != first[index]):
                 problem = {2: "different reduction ops", 3: "different dtypes",
                            4: "different element counts", 5: "different roots",
-                           6: "different row widths", 7: "different shapes"}.get(index)
+                           6: "different row widths", 7: "different shapes",
+                           8: "a shared-memory buffer from alloc_buffer on some ranks only"
+                           }.get(index)
                 break
         if problem is None and kind == "alltoallv" and size <= MAX_SIGNED_COUNTS:
             send = rows[:, _HEADER:_HEADER + size]

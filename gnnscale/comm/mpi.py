@@ -3,21 +3,29 @@
 Data types NumPy cannot describe (bfloat16) travel as raw 16-bit words for data movement; for
 small reductions they are summed in float32 and rounded back, since MPI has no bfloat16 sum.
 
-Two channels keep every rank's calls in the same order without locks:
+Paths of an allreduce, chosen from the size, dtype and memory of the tensor (so every rank
+chooses the same one):
 
-- small collectives are posted as MPI non-blocking calls from the caller's thread, in program
-  order, on ``mpi_comm``;
-- allreduces of at least ``ring_min_bytes`` (default :data:`RING_MIN_BYTES`, or
-  ``$GNNSCALE_RING_MIN_BYTES``) run as a segmented ring (:mod:`.ring`) on a communication thread
-  (:mod:`.worker`) over a duplicate communicator, in submission order. They make progress while
-  the caller computes (gradient buckets during backward), which MPI's own non-blocking
-  collectives on CPUs mostly do not.
+- checked mode on and at most 2 KiB: the data ride in the signature allgather and are reduced
+  locally (one collective instead of two);
+- a tensor from :meth:`MPICommunicator.alloc_buffer` (shared memory, all ranks on one host):
+  :func:`~.shm.shm_allreduce`, loads and stores only, on the communication thread;
+- at least ``ring_min_bytes`` (default :data:`RING_MIN_BYTES`, or ``$GNNSCALE_RING_MIN_BYTES``):
+  a segmented ring (:mod:`.ring`) on the communication thread;
+- otherwise MPI's own non-blocking allreduce, posted from the caller's thread.
+
+Two channels keep every rank's calls in the same order without locks: calls posted from the
+caller's thread run on ``mpi_comm`` in program order; the communication thread (:mod:`.worker`)
+runs its jobs in submission order on a duplicate communicator. Threaded work progresses while
+the caller computes (gradient buckets during backward), which MPI's own non-blocking
+collectives on CPUs mostly do not.
 
 Checked mode and deadlines come from :mod:`.guard`.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import pickle
 import time
@@ -86,8 +94,10 @@ def world_failure_board() -> FailureBoard:
     """The process's failure board on ``MPI.COMM_WORLD`` (created once, collectively)."""
     if not _WORLD_BOARD:
         MPI = _mpi()
-        _WORLD_BOARD.append(MPIFailureBoard(MPI.COMM_WORLD) if MPI.COMM_WORLD.Get_size() > 1
-                            else FailureBoard())
+        board = MPIFailureBoard(MPI.COMM_WORLD) if MPI.COMM_WORLD.Get_size() > 1 \
+            else FailureBoard()
+        atexit.register(board.close)  # runs before mpi4py's MPI_Finalize (registered earlier)
+        _WORLD_BOARD.append(board)
     return _WORLD_BOARD[0]
 
 
@@ -269,6 +279,7 @@ class MPICommunicator(Communicator):
         shared = self._shared.get(tensor.data_ptr())
         if shared is not None and shared[1][self._rank].numel() == tensor.numel() and \
                 shared[1][self._rank].dtype == tensor.dtype:
+            sig = CallSignature("allreduce", op, tensor.dtype, tuple(tensor.shape), path=1)
             return self._threaded(sig, started, lambda barrier, _wait: shm_allreduce(
                 shared[1], self._rank, op, barrier), tensor)
         if self._use_ring(tensor):

@@ -78,6 +78,13 @@ def test_inconsistent_alltoallv_counts_and_roots():
     assert "different row widths" in find_mismatch(gathered(*widths), 2)
 
 
+def test_shared_buffer_on_some_ranks_only_is_a_mismatch():
+    plain = CallSignature("allreduce", "sum", torch.float32, (10,))
+    shared = CallSignature("allreduce", "sum", torch.float32, (10,), path=1)
+    message = find_mismatch(gathered(plain, shared), 2)
+    assert "alloc_buffer on some ranks only" in message and "shared-memory buffer" in message
+
+
 def test_skipped_call_shows_as_sequence_mismatch():
     sig = CallSignature("barrier")
     assert "call #3" in find_mismatch(gathered(sig, sig, seqs=[3, 4]), 2)
