@@ -6,7 +6,22 @@ STAMP := $(VENV)/.installed
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 
-.PHONY: venv demo test clean
+# The DGL environment: DGL 2.1.0 (the newest on PyPI) runs only with torch <= 2.2.1 and numpy < 2,
+# so DGL interop and a 2-rank training smoke test run in a second virtual environment, built
+# once from the pins in $(DGL_PIN) and reused: it lives outside the repository, under a name
+# carrying a hash of the pins and of the Python version, so every checkout on this machine shares
+# it and editing the pins builds a new one. It holds only dependencies; tests and benchmarks run
+# gnnscale from this checkout through PYTHONPATH. tools/dgl_env.sh builds it atomically (stamp,
+# then an atomic symlink; an interrupted build is redone, never half-used) under a lock.
+# Override DGL_ENV to use another folder, DGL_ENV_ROOT to move the cache.
+DGL_PIN := constraints-dgl.txt
+DGL_ENV_ROOT ?= $(HOME)/.cache/gnnscale
+DGL_HASH := $(shell { cat $(DGL_PIN); $(PYTHON) -c 'import sys; print(sys.version_info[:2])'; } \
+	| sha256sum | cut -c1-12)
+DGL_ENV ?= $(DGL_ENV_ROOT)/dgl-env-$(DGL_HASH)
+DGL_PY := $(DGL_ENV)/bin/python
+
+.PHONY: venv demo test clean dgl-env dgl-env-path dgl-test
 
 venv: $(STAMP)
 
@@ -20,8 +35,32 @@ demo: venv
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/mpirun -n 4 --oversubscribe -x OMP_NUM_THREADS=1 \
 		$(BIN)/gnnscale train --dataset sbm --num-nodes 20000 --hidden 64 --epochs 100
 
+# `make test`: the main suite in .venv (a failure stops here and fails), then the DGL tests.
 test: venv
 	PATH=$(CURDIR)/$(BIN):$$PATH OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests
+	@$(MAKE) --no-print-directory dgl-test
+
+dgl-env:
+	@bash tools/dgl_env.sh "$(DGL_ENV)" "$(DGL_PIN)" "$(PYTHON)"
+
+# Prints the environment's folder, e.g. `PYTHONPATH=. $$(make -s dgl-env-path)/bin/python
+# benchmarks/engine_vs_dgl.py` (run `make dgl-env` first).
+dgl-env-path:
+	@echo "$(DGL_ENV)"
+
+# tests/dgl_env in the DGL environment (under a minute once it exists). A failing DGL test fails
+# `make test`. An environment that cannot be built (no route to PyPI, no disk) is not a test
+# failure: one SKIP line says why and `make test` keeps the main suite's result, unless
+# DGL_ENV_REQUIRED=1 (then it fails). A failed build is retried by the next run.
+dgl-test:
+	@if bash tools/dgl_env.sh "$(DGL_ENV)" "$(DGL_PIN)" "$(PYTHON)"; then \
+		PYTHONPATH=$(CURDIR) PATH=$(DGL_ENV)/bin:$$PATH OMP_NUM_THREADS=1 \
+			$(DGL_PY) -m pytest -q -p no:cacheprovider tests/dgl_env; \
+	else \
+		echo "SKIP DGL tests: the DGL environment $(DGL_ENV) could not be built" \
+			"(last log line: $$(tail -n 1 $(DGL_ENV).log 2>/dev/null))"; \
+		test -z "$(DGL_ENV_REQUIRED)"; \
+	fi
 
 clean:
 	rm -rf $(VENV) build *.egg-info
