@@ -58,7 +58,7 @@ dgl-test:
 			$(DGL_PY) -m pytest -q -p no:cacheprovider tests/dgl_env; \
 	else \
 		echo "SKIP DGL tests: the DGL environment $(DGL_ENV) could not be built" \
-			"(last log line: $$(tail -n 1 $(DGL_ENV).log 2>/dev/null))"; \
+			"($$(grep -m 1 '^ERROR' $(DGL_ENV).log 2>/dev/null || tail -n 1 $(DGL_ENV).log 2>/dev/null))"; \
 		test -z "$(DGL_ENV_REQUIRED)"; \
 	fi
 

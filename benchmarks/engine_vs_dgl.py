@@ -47,6 +47,10 @@ def parse_args(argv=None):
     parser.add_argument("--variants", nargs="+",
                         default=["gnnscale", "dgl", "pyg_edge_index", "pyg_csr"])
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--memory-fraction", type=float, default=0.5,
+                        help="skip pyg_edge_index when its per-edge message tensors (about 3 x "
+                             "edges x width x 4 bytes) would exceed this fraction of the "
+                             "available memory")
     parser.add_argument("--out", default="benchmarks/results/engine_vs_dgl.json")
     return parser.parse_args(argv)
 
@@ -147,12 +151,33 @@ class PygAdapter(torch.nn.Module):
         return self.conv(x, graph)
 
 
+def available_memory_bytes() -> int:
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def edge_index_skip_reason(model_name: str, data, widths) -> str | None:
+    """PyG's edge_index path materialises [E, width] messages; refuse what would not fit."""
+    # GCNConv transforms first (messages at the output width); SAGEConv aggregates its input.
+    width = max(widths[1:]) if model_name == "gcn" else max(widths[:2])
+    need = 3 * data.num_edges * width * 4
+    have = available_memory_bytes()
+    if need > ARGS.memory_fraction * have:
+        return (f"skipped: per-edge messages need about {need / 2**30:.1f} GiB "
+                f"(3 x {data.num_edges:,} edges x {width} x 4 B), over "
+                f"{ARGS.memory_fraction:.0%} of the {have / 2**30:.1f} GiB available")
+    return None
+
+
 def build_steps(model_name: str, data, widths, libs) -> dict:
     dgl, pyg = libs
     torch.manual_seed(ARGS.seed)
     ours = GNN(model_name, *widths, num_layers=2, dropout=ARGS.dropout)
     initial = {k: v.clone() for k, v in ours.state_dict().items()}
-    steps = {}
+    steps, skipped = {}, {}
     t = time.perf_counter()
     problem = LocalProblem.from_graph_data(data, np.zeros(data.num_nodes, np.int64),
                                            init("single"))
@@ -188,6 +213,12 @@ def build_steps(model_name: str, data, widths, libs) -> dict:
         for variant in ("pyg_edge_index", "pyg_csr"):
             if variant not in ARGS.variants:
                 continue
+            if variant == "pyg_edge_index":
+                reason = edge_index_skip_reason(model_name, data, widths)
+                if reason:
+                    print(f"  {model_name} {variant}: {reason}", flush=True)
+                    skipped[variant] = reason
+                    continue
             t = time.perf_counter()
             convs = [GCNConv(a, b) if model_name == "gcn" else PygSAGEConv(a, b)
                      for a, b in dims]
@@ -201,12 +232,12 @@ def build_steps(model_name: str, data, widths, libs) -> dict:
             setup[variant] = time.perf_counter() - t
             steps[variant] = ForeignStep(Stack([PygAdapter(c) for c in convs], ARGS.dropout),
                                          graph, x, y, train)
-    return steps, setup
+    return steps, setup, skipped
 
 
 def run_model(model_name: str, data, libs) -> dict:
     widths = (data.num_features, ARGS.hidden, data.num_classes)
-    steps, setup = build_steps(model_name, data, widths, libs)
+    steps, setup, skipped = build_steps(model_name, data, widths, libs)
     losses = {name: [] for name in steps}
     times = {name: [] for name in steps}
     failed = {}
@@ -227,7 +258,7 @@ def run_model(model_name: str, data, libs) -> dict:
                 times[name].append(elapsed)
             print(f"  {model_name} {name:15s} step {rep}: {elapsed:7.3f} s  loss {loss:.4f}",
                   flush=True)
-    result = {}
+    result = {name: {"error": reason} for name, reason in skipped.items()}
     for name in steps:
         if name in failed:
             result[name] = {"error": failed[name], "setup_s": setup[name]}

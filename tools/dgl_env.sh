@@ -24,6 +24,7 @@ rm -rf "$env" "$env".build-*
 log="$env.log"
 : >"$log"
 build=$(mktemp -d "$env.build-XXXXXX")
+trap 'rm -rf "$build"' EXIT  # a failed build frees its disk now (a killed one: on the next run)
 echo "dgl-env: building $env (torch 2.2.1 CUDA build from PyPI + DGL 2.1.0, about 5 GB;" \
      "pip log: $log)"
 start=$(date +%s)
@@ -40,4 +41,5 @@ PY
 touch "$build/.installed"
 ln -s "$(basename "$build")" "$build.link"
 mv -T "$build.link" "$env"
+trap - EXIT
 echo "dgl-env: ready at $env after $(( $(date +%s) - start )) s"
