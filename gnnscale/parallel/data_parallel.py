@@ -120,6 +120,7 @@ class DataParallel(nn.Module):
         self._sync = True
         self._in_backward = False
         self._fired = [False] * len(self._params)
+        self._present = [False] * len(self._params)
         self._next = 0  # buckets [0, _next) are posted
         self._finished = 0  # buckets [0, _finished) are known to have completed
         self.stats: dict[str, float] = {}
@@ -222,9 +223,8 @@ class DataParallel(nn.Module):
         return hook
 
     def _fill(self, bucket: _Bucket, index: int) -> None:
-        """Put parameter ``index``'s gradient (or zeros) and its presence flag in ``bucket``."""
+        """Put parameter ``index``'s gradient (or zeros) in ``bucket``; note its presence."""
         param, view = self._params[index], self._views[index]
-        slot = self._where[index][2]
         grad = param.grad
         if grad is None:
             view.zero_()
@@ -232,12 +232,14 @@ class DataParallel(nn.Module):
             if grad.is_sparse:
                 raise ValueError("DataParallel does not handle sparse gradients")
             view.copy_(grad)
-        bucket.buffer[bucket.numel + slot] = 0.0 if grad is None else 1.0
+        self._present[index] = grad is not None
 
     def _launch_ready(self) -> None:
         """Post every complete bucket, in index order (the same order on every rank)."""
         while self._next < len(self._buckets) and self._buckets[self._next].pending == 0:
             bucket = self._buckets[self._next]
+            bucket.buffer[bucket.numel:].copy_(torch.tensor(
+                [float(self._present[i]) for i in bucket.params], dtype=bucket.buffer.dtype))
             payload = bucket.buffer
             if bucket.wire is not None:
                 payload = compress(bucket.buffer, self.comm.size, bucket.wire.dtype,
