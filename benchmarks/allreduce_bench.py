@@ -121,6 +121,7 @@ def main(argv=None) -> None:
             print(f"{nbytes:>9} B  {cells}", flush=True)
     if rank == 0:
         report = {"benchmark": "allreduce", "ranks": size, "dtype": "float32",
+                  "load_average_at_end": os.getloadavg(),
                   "device": args.device, "reps": args.reps, "host": platform.node(),
                   "cpu_count": os.cpu_count(), "torch": torch.__version__,
                   "sizes_bytes": sizes, "results": results}

@@ -15,7 +15,9 @@ backward, SGD step) on synthetic CIFAR-shaped data:
 
 Variants are interleaved step by step (rotating the order each repetition) so that load from
 other processes hits all of them alike; a step's time is the slowest rank's; the report holds
-medians, the communication overhead (``variant - none``) and same-run ratios to DDP. Results:
+medians, the communication overhead (``variant - none``) and same-run ratios to DDP. It also
+reports each step's process CPU time (all threads of the rank, max over ranks): on a shared
+machine wall time includes waiting for a core, CPU time does not. Results:
 ``benchmarks/results/cnn_step_bench.json``.
 """
 
@@ -85,7 +87,7 @@ def main(argv=None) -> None:
     gen = torch.Generator().manual_seed(rank)
     images = torch.randn(args.batch, 3, args.image_size, args.image_size, generator=gen)
     labels = torch.randint(0, 10, (args.batch,), generator=gen)
-    report = {"benchmark": "cnn_step", "ranks": size, "threads_per_rank": torch.get_num_threads(),
+    report = {"benchmark": "cnn_step", "ranks": size, "load_average_at_start": os.getloadavg(), "threads_per_rank": torch.get_num_threads(),
               "batch_per_rank": args.batch, "image_size": args.image_size, "reps": args.reps,
               "host": platform.node(), "cpu_count": os.cpu_count(),
               "torch": torch.__version__, "models": {}}
@@ -93,6 +95,7 @@ def main(argv=None) -> None:
         setups = {v: build(v, model_name, comms) for v in variants}
         params = count_parameters(setups[variants[0]][0])
         times = {v: [] for v in variants}
+        cpu = {v: [] for v in variants}
         hidden = {v: [] for v in variants}
         exposed = {v: [] for v in variants}
         for rep in range(args.warmup + args.reps):
@@ -100,11 +103,13 @@ def main(argv=None) -> None:
             for variant in order:
                 wrapped, optimizer = setups[variant]
                 world.barrier()
-                start = time.perf_counter()
+                start, cpu_start = time.perf_counter(), time.process_time()
                 step(wrapped, optimizer, images, labels)
                 elapsed = time.perf_counter() - start
+                cpu_s = time.process_time() - cpu_start
                 if rep >= args.warmup:
                     times[variant].append(elapsed)
+                    cpu[variant].append(cpu_s)
                     stats = getattr(wrapped, "stats", None)
                     if stats:
                         hidden[variant].append(stats["hidden_fraction"])
@@ -113,9 +118,16 @@ def main(argv=None) -> None:
         for variant in variants:
             times[variant] = world.allreduce(torch.tensor(times[variant], dtype=torch.float64),
                                              "max").tolist()
+            cpu[variant] = world.allreduce(torch.tensor(cpu[variant], dtype=torch.float64),
+                                           "max").tolist()
         median = {v: float(np.median(times[v])) for v in variants}
+        median_cpu = {v: float(np.median(cpu[v])) for v in variants}
         result = {"parameters": params, "gradient_mb": params * 4 / 2**20,
-                  "median_step_s": median, "steps_s": times}
+                  "median_step_s": median, "median_step_cpu_s": median_cpu,
+                  "steps_s": times, "steps_cpu_s": cpu}
+        if "none" in median_cpu:
+            result["cpu_overhead_s"] = {v: median_cpu[v] - median_cpu["none"] for v in variants
+                                        if v != "none"}
         if "none" in median:
             result["overhead_s"] = {v: median[v] - median["none"] for v in variants if v != "none"}
         if "ddp" in median:
@@ -129,9 +141,10 @@ def main(argv=None) -> None:
         result["exposed_comm_s_median"] = {v: float(np.median(e)) for v, e in exposed.items() if e}
         report["models"][model_name] = result
         if rank == 0:
-            print(json.dumps({model_name: {k: result[k] for k in result if k != "steps_s"}},
-                             indent=1), flush=True)
+            print(json.dumps({model_name: {k: result[k] for k in result
+                                           if not k.startswith("steps_")}}, indent=1), flush=True)
         del setups
+    report["load_average_at_end"] = os.getloadavg()
     if rank == 0:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(report, indent=1))

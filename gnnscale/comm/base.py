@@ -136,6 +136,10 @@ class Communicator(abc.ABC):
         returns shared memory on one host, which its allreduce reduces without messages."""
         return torch.zeros(int(numel), dtype=dtype)
 
+    def free_buffer(self, tensor: torch.Tensor) -> None:
+        """Forget a tensor from :meth:`alloc_buffer` (collective, like the allocation); the
+        memory goes when the last reference to it does."""
+
     def broadcast_object(self, obj: Any, root: int = 0) -> Any:
         """Every rank returns ``root``'s ``obj`` (small metadata only)."""
         return self.allgather_object(obj if self.rank == root else None)[root]

@@ -42,7 +42,7 @@ from .shm import SharedBuffer, shm_allreduce, shm_available
 from .worker import CommWorker
 
 RING_MIN_BYTES = 1 << 20  # below this MPI's own allreduce was faster (measured)
-RING_SPIN_S = 100e-6  # the ring thread shares the core with backward: spin little
+RING_SPIN_S = 30e-6  # the communication thread shares the core with backward: spin little
 ENV_RING_MIN_BYTES = "GNNSCALE_RING_MIN_BYTES"
 _RING_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64,
                 torch.int32)
@@ -249,6 +249,9 @@ class MPICommunicator(Communicator):
         views[self._rank].zero_()
         self._shared[views[self._rank].data_ptr()] = (shared, views)
         return views[self._rank]
+
+    def free_buffer(self, tensor: torch.Tensor) -> None:
+        self._shared.pop(tensor.data_ptr(), None)
 
     def _use_ring(self, tensor: torch.Tensor) -> bool:
         return (self._size > 1 and tensor.dtype in _RING_DTYPES

@@ -48,10 +48,14 @@ def bucket_bytes_from_fit(alpha: float, beta: float) -> int:
 
 
 def measure_allreduce(comm: Communicator, sizes_bytes=PROBE_BYTES, repeats: int = 5) -> list:
-    """Median seconds of a float32 allreduce at each size (max over ranks, same on all)."""
+    """Median seconds of a float32 allreduce at each size (max over ranks, same on all).
+
+    The probes come from ``comm.alloc_buffer``, the memory gradient buckets live in, so the
+    fit describes the path buckets take (shared memory for MPI on one host).
+    """
     medians = []
     for nbytes in sizes_bytes:
-        buffer = torch.zeros(max(1, nbytes // 4))
+        buffer = comm.alloc_buffer(max(1, nbytes // 4))
         comm.allreduce(buffer)  # warm-up: connections, pages
         samples = []
         for _ in range(repeats):
@@ -60,6 +64,7 @@ def measure_allreduce(comm: Communicator, sizes_bytes=PROBE_BYTES, repeats: int 
             comm.allreduce(buffer)
             samples.append(time.perf_counter() - start)
         medians.append(float(np.median(samples)))
+        comm.free_buffer(buffer)
     return comm.allreduce(torch.tensor(medians, dtype=torch.float64), "max").tolist()
 
 
