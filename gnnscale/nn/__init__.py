@@ -1,6 +1,21 @@
-"""Distributed GNN layers and models."""
+"""Distributed GNN layers and models.
+
+Every layer and norm is called as ``module(x, graph)`` with this rank's rows ``x`` and its
+:class:`~gnnscale.graph.LocalGraph`, and equals its PyG (or torch) counterpart applied to the
+whole graph: :class:`GCNLayer` (``GCNConv``), :class:`SAGELayer` (``SAGEConv``, mean/sum/max),
+:class:`GATLayer` (``GATConv``), :class:`GINLayer` (``GINConv``), :class:`DistributedConv` (any
+one-hop ``MessagePassing`` layer), :class:`DistributedBatchNorm` (``BatchNorm1d``) and
+:class:`LayerNorm` (PyG ``LayerNorm``, node or graph mode). :class:`GNN` stacks them; its model
+names are :data:`MODEL_NAMES`.
+"""
 
 from .conv import GCNLayer, SAGELayer
-from .models import GNN, MODEL_NAMES
+from .gat import GATLayer
+from .gin import GINLayer
+from .models import GNN, MODEL_NAMES, build_layer
+from .norms import NORMS, DistributedBatchNorm, LayerNorm, global_sum, make_norm
+from .pyg_wrapper import DistributedConv
 
-__all__ = ["GCNLayer", "SAGELayer", "GNN", "MODEL_NAMES"]
+__all__ = ["GCNLayer", "SAGELayer", "GATLayer", "GINLayer", "DistributedConv",
+           "DistributedBatchNorm", "LayerNorm", "NORMS", "make_norm", "global_sum", "GNN",
+           "MODEL_NAMES", "build_layer"]

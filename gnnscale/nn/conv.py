@@ -3,9 +3,10 @@
 Parameters are laid out as in PyG (``lin.weight`` + ``bias`` for GCN; ``lin_l`` with bias and
 ``lin_r`` without for SAGE), so weights move between gnnscale and PyG one-to-one.
 
-Both layers are linear in the aggregation, so they may transform before aggregating: with
-``order="auto"`` a layer aggregates the narrower of its input and output widths, which also
-makes the halo exchange send the narrower rows (as DGL's GraphConv chooses by width).
+Both layers are linear in the aggregation (SAGE's max aggregator excepted), so they may
+transform before aggregating: with ``order="auto"`` a layer aggregates the narrower of its input
+and output widths, which also makes the halo exchange send the narrower rows (as DGL's GraphConv
+chooses by width).
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ import torch
 from torch import nn
 
 from ..graph import LocalGraph
+from .edge_ops import local_edges, scatter_max
 
 ORDERS = ("auto", "aggregate_first", "transform_first")
+SAGE_AGGRS = ("mean", "sum", "max")
 
 
 def _transform_first(order: str, in_dim: int, out_dim: int) -> bool:
@@ -73,25 +76,34 @@ class GCNLayer(nn.Module):
 
 class SAGELayer(nn.Module):
     r"""GraphSAGE layer of Hamilton et al., "Inductive Representation Learning on Large Graphs"
-    (NeurIPS 2017), mean aggregator:
+    (NeurIPS 2017), with the mean (default), sum or max aggregator:
 
-    .. math:: x'_v = W_l \cdot \mathrm{mean}_{u \in N(v)} x_u + b + W_r x_v
+    .. math:: x'_v = W_l \cdot \mathrm{aggr}_{u \in N(v)} x_u + b + W_r x_v
 
-    Nodes without in-neighbours aggregate to zero (as PyG's SAGEConv).
+    Nodes without in-neighbours aggregate to zero (as PyG's ``SAGEConv(aggr=...)``, which this
+    equals with the same weights). The max aggregator is the paper's pooling aggregator without
+    its pre-transform (PyG's ``SAGEConv(aggr="max")``, ``project=False``); it is not linear, so
+    it always aggregates first, over ``[owned; halo]`` rows fetched with the halo exchange.
 
     Args:
         in_dim: input width F_in.
         out_dim: output width F_out.
         bias: bias of the neighbour transform (default True).
-        order: ``"auto"`` (default), ``"aggregate_first"`` or ``"transform_first"``.
+        order: ``"auto"`` (default), ``"aggregate_first"`` or ``"transform_first"`` (mean and
+            sum only; max always aggregates first).
+        aggr: ``"mean"`` (default), ``"sum"`` or ``"max"``.
 
     Shapes: x ``[num_owned, F_in]`` -> ``[num_owned, F_out]``.
     """
 
-    def __init__(self, in_dim: int, out_dim: int, bias: bool = True, order: str = "auto"):
+    def __init__(self, in_dim: int, out_dim: int, bias: bool = True, order: str = "auto",
+                 aggr: str = "mean"):
         super().__init__()
-        self.in_dim, self.out_dim = in_dim, out_dim
-        self.transform_first = _transform_first(order, in_dim, out_dim)
+        if aggr not in SAGE_AGGRS:
+            raise ValueError(f"unknown SAGE aggregator {aggr!r}; choose one of "
+                             f"{', '.join(SAGE_AGGRS)}")
+        self.in_dim, self.out_dim, self.aggr = in_dim, out_dim, aggr
+        self.transform_first = _transform_first(order, in_dim, out_dim) and aggr != "max"
         self.lin_l = nn.Linear(in_dim, out_dim, bias=bias)
         self.lin_r = nn.Linear(in_dim, out_dim, bias=False)
 
@@ -100,13 +112,18 @@ class SAGELayer(nn.Module):
         self.lin_r.reset_parameters()
 
     def forward(self, x: torch.Tensor, graph: LocalGraph) -> torch.Tensor:
-        if self.transform_first:
-            neigh = graph.aggregate(x @ self.lin_l.weight.t(), "mean")
+        if self.aggr == "max":
+            src, dst = local_edges(graph)
+            rows = graph.gather_with_halo(x).index_select(0, src)
+            neigh = self.lin_l(scatter_max(rows, dst, graph.num_owned))
+        elif self.transform_first:
+            neigh = graph.aggregate(x @ self.lin_l.weight.t(), self.aggr)
             if self.lin_l.bias is not None:
                 neigh = neigh + self.lin_l.bias
         else:
-            neigh = self.lin_l(graph.aggregate(x, "mean"))
+            neigh = self.lin_l(graph.aggregate(x, self.aggr))
         return neigh + self.lin_r(x)
 
     def extra_repr(self) -> str:
-        return f"{self.in_dim}, {self.out_dim}, transform_first={self.transform_first}"
+        return (f"{self.in_dim}, {self.out_dim}, aggr={self.aggr!r}, "
+                f"transform_first={self.transform_first}")

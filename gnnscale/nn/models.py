@@ -1,4 +1,16 @@
-"""Stacks of distributed graph layers for node classification."""
+"""Stacks of distributed graph layers for node classification.
+
+Model names (``gnnscale train --model``):
+
+- ``gcn``: :class:`GCNLayer` (PyG ``GCNConv``).
+- ``sage``: :class:`SAGELayer`, mean aggregator (PyG ``SAGEConv``).
+- ``sage-max``: :class:`SAGELayer`, max aggregator (PyG ``SAGEConv(aggr="max")``).
+- ``gat``: :class:`GATLayer` (PyG ``GATConv``); hidden layers concatenate ``heads`` heads of
+  ``hidden_dim`` features, the output layer averages ``out_heads`` heads (as the GAT paper).
+- ``gin``: :class:`GINLayer` with a two-layer MLP (PyG ``GINConv``).
+- ``gatv2``: PyG's ``GATv2Conv`` through :class:`DistributedConv`, heads as ``gat``.
+- ``graphconv``: PyG's ``GraphConv`` (sum aggregation) through :class:`DistributedConv`.
+"""
 
 from __future__ import annotations
 
@@ -9,45 +21,121 @@ from torch.nn import functional as F
 from ..graph import LocalGraph
 from .conv import GCNLayer, SAGELayer
 from .dropout import dropout as fast_dropout
+from .gat import GATLayer
+from .gin import GINLayer
+from .norms import NORMS, make_norm
+from .pyg_wrapper import DistributedConv
 
-LAYERS = {"gcn": GCNLayer, "sage": SAGELayer}
-MODEL_NAMES = tuple(LAYERS)
+LAYERS = {"gcn": GCNLayer, "sage": SAGELayer}  # the original two, by class
+MODEL_NAMES = ("gcn", "sage", "sage-max", "gat", "gin", "gatv2", "graphconv")
+ACTIVATIONS = {"relu": F.relu, "elu": F.elu, "gelu": F.gelu}
+
+
+def build_layer(model: str, in_dim: int, out_dim: int, last: bool, *, order: str = "auto",
+                heads: int = 8, out_heads: int = 1, attn_dropout: float = 0.0,
+                train_eps: bool = False, eps: float = 0.0) -> tuple[nn.Module, int]:
+    """One graph layer of ``model`` and its output width.
+
+    For attention models ``out_dim`` is the width per head; hidden layers (``last=False``)
+    concatenate ``heads`` heads (output width ``heads * out_dim``), the last layer averages
+    ``out_heads`` heads (output width ``out_dim``).
+    """
+    if model == "gcn":
+        return GCNLayer(in_dim, out_dim, order=order), out_dim
+    if model in ("sage", "sage-max"):
+        aggr = "max" if model == "sage-max" else "mean"
+        return SAGELayer(in_dim, out_dim, order=order, aggr=aggr), out_dim
+    if model == "gin":
+        return GINLayer(in_dim, out_dim, eps=eps, train_eps=train_eps, order=order), out_dim
+    num_heads, concat = (out_heads, False) if last else (heads, True)
+    width = num_heads * out_dim if concat else out_dim
+    if model == "gat":
+        return GATLayer(in_dim, out_dim, heads=num_heads, concat=concat,
+                        dropout=attn_dropout), width
+    from torch_geometric.nn import GATv2Conv, GraphConv
+
+    if model == "gatv2":
+        conv = GATv2Conv(in_dim, out_dim, heads=num_heads, concat=concat, dropout=attn_dropout)
+        return DistributedConv(conv), width
+    if model == "graphconv":
+        return DistributedConv(GraphConv(in_dim, out_dim)), out_dim
+    raise ValueError(f"unknown model {model!r}; choose one of {', '.join(MODEL_NAMES)}")
 
 
 class GNN(nn.Module):
-    """``num_layers`` graph layers with ReLU between them and dropout before each.
+    r"""``num_layers`` graph layers for node classification. Layer :math:`l` computes
+
+    .. math:: h_{l+1} = \sigma\Big(\mathrm{norm}\big(\mathrm{layer}_l(\mathrm{drop}(h_l))
+              + \mathrm{skip}_l(\mathrm{drop}(h_l))\big)\Big)
+
+    where the skip (``residual=True``) is the identity when the widths agree and a bias-free
+    linear projection otherwise, and the norm and activation :math:`\sigma` are left out after
+    the last layer, which returns logits. Norms use statistics over the whole graph
+    (:mod:`gnnscale.nn.norms`).
 
     Args:
-        model: layer type, one of :data:`MODEL_NAMES` (``"gcn"``, ``"sage"``).
+        model: layer type, one of :data:`MODEL_NAMES`.
         in_dim: input feature width.
-        hidden_dim: width of the hidden layers.
+        hidden_dim: width of the hidden layers (per head for ``gat``/``gatv2``).
         out_dim: number of classes (logit width).
         num_layers: number of graph layers (>= 1; default 2).
         dropout: dropout probability applied to every layer's input (default 0.5).
-        order: aggregation order passed to every layer (default ``"auto"``).
+        order: aggregation order of GCN/SAGE/GIN layers (default ``"auto"``).
+        heads: attention heads of hidden ``gat``/``gatv2`` layers (default 8).
+        out_heads: attention heads of the last layer, averaged (default 1).
+        attn_dropout: dropout on attention coefficients (default 0).
+        residual: add skip connections (default False).
+        norm: ``None`` (default), ``"batch"``, ``"layer"`` (node-wise) or ``"layer-graph"``.
+        activation: ``"relu"`` (default), ``"elu"`` or ``"gelu"``.
+        train_eps, eps: GIN's :math:`\epsilon` (default fixed at 0).
 
     Shapes: x ``[num_owned, in_dim]`` -> logits ``[num_owned, out_dim]``.
     """
 
     def __init__(self, model: str, in_dim: int, hidden_dim: int, out_dim: int,
-                 num_layers: int = 2, dropout: float = 0.5, order: str = "auto"):
+                 num_layers: int = 2, dropout: float = 0.5, order: str = "auto", *,
+                 heads: int = 8, out_heads: int = 1, attn_dropout: float = 0.0,
+                 residual: bool = False, norm: str | None = None, activation: str = "relu",
+                 train_eps: bool = False, eps: float = 0.0):
         super().__init__()
-        if model not in LAYERS:
+        if model not in MODEL_NAMES:
             raise ValueError(f"unknown model {model!r}; choose one of {', '.join(MODEL_NAMES)}")
         if num_layers < 1:
             raise ValueError(f"num_layers must be at least 1, got {num_layers}")
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout}")
-        widths = [in_dim] + [hidden_dim] * (num_layers - 1) + [out_dim]
-        layer = LAYERS[model]
-        self.model_name = model
-        self.dropout = dropout
-        self.layers = nn.ModuleList(layer(a, b, order=order) for a, b in zip(widths, widths[1:]))
+        if norm not in (None, "none", *NORMS):
+            raise ValueError(f"unknown norm {norm!r}; choose one of none, {', '.join(NORMS)}")
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"unknown activation {activation!r}; choose one of "
+                             f"{', '.join(ACTIVATIONS)}")
+        self.model_name, self.dropout, self.activation = model, dropout, activation
+        self.layers, self.skips, self.norms = nn.ModuleList(), nn.ModuleList(), nn.ModuleList()
+        width = in_dim
+        for i in range(num_layers):
+            last = i == num_layers - 1
+            layer, out_width = build_layer(
+                model, width, out_dim if last else hidden_dim, last, order=order, heads=heads,
+                out_heads=out_heads, attn_dropout=attn_dropout, train_eps=train_eps, eps=eps)
+            self.layers.append(layer)
+            if residual:
+                self.skips.append(nn.Identity() if width == out_width
+                                  else nn.Linear(width, out_width, bias=False))
+            if not last:
+                self.norms.append(make_norm(norm, out_width) or nn.Identity())
+            width = out_width
 
     def forward(self, x: torch.Tensor, graph: LocalGraph) -> torch.Tensor:
+        act = ACTIVATIONS[self.activation]
         for i, layer in enumerate(self.layers):
             x = fast_dropout(x, self.dropout, self.training)
-            x = layer(x, graph)
+            h = layer(x, graph)
+            if len(self.skips):
+                h = h + self.skips[i](x)
             if i < len(self.layers) - 1:
-                x = F.relu(x)
+                norm = self.norms[i]
+                if not isinstance(norm, nn.Identity):
+                    h = norm(h, graph)
+                h = act(h)
+            x = h
         return x

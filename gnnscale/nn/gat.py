@@ -1,0 +1,103 @@
+"""Distributed graph attention (GAT): attention over halo edges is computed where the destination
+lives.
+
+Each rank transforms its owned rows, computes their source attention terms, and sends both in one
+halo exchange; the destination's rank then scores, softmax-normalises and sums its in-edges
+locally (every in-edge of an owned node is stored with it). Parameters are laid out as PyG's
+``GATConv`` (``lin.weight``, ``att_src``, ``att_dst``, ``bias``), so weights move one-to-one.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from ..graph import LocalGraph
+from .dropout import dropout as fast_dropout
+from .edge_ops import edge_softmax, local_edges, local_edges_with_self_loops, scatter_sum
+
+
+class GATLayer(nn.Module):
+    r"""Graph attention layer of Veličković et al., "Graph Attention Networks" (ICLR 2018):
+
+    .. math::
+        x'_i = \big\Vert_{k=1}^{H} \sum_{j \in N(i) \cup \{i\}} \alpha^k_{ij} W^k x_j + b,
+        \qquad
+        \alpha^k_{ij} = \mathrm{softmax}_j\Big(\mathrm{LeakyReLU}\big(
+            a^{k\top}_{src} W^k x_j + a^{k\top}_{dst} W^k x_i\big)\Big)
+
+    with the heads concatenated (``concat=True``) or averaged (``concat=False``, as the paper's
+    output layer). Existing self-loops are removed and one per node is added, as PyG's
+    ``GATConv`` does by default; with the same weights this layer equals
+    ``GATConv(in_dim, out_dim, heads, concat, negative_slope, dropout)`` on the whole graph.
+
+    Args:
+        in_dim: input width F_in.
+        out_dim: width per head C.
+        heads: number of attention heads H (default 1).
+        concat: concatenate the heads (default True) or average them.
+        negative_slope: LeakyReLU slope of the attention scores (default 0.2).
+        dropout: dropout probability on the attention coefficients while training (default 0;
+            the mask comes from the rank's seeded generator, see :mod:`gnnscale.nn.dropout`).
+        add_self_loops: replace self-loops by one per node (default True).
+        bias: add a learnable bias (default True).
+
+    Shapes: x ``[num_owned, F_in]`` -> ``[num_owned, H * C]`` (concat) or ``[num_owned, C]``.
+    """
+
+    def __init__(self, in_dim: int, out_dim: int, heads: int = 1, concat: bool = True,
+                 negative_slope: float = 0.2, dropout: float = 0.0,
+                 add_self_loops: bool = True, bias: bool = True):
+        super().__init__()
+        if heads < 1:
+            raise ValueError(f"heads must be at least 1, got {heads}")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"attention dropout must be in [0, 1), got {dropout}")
+        self.in_dim, self.out_dim, self.heads, self.concat = in_dim, out_dim, heads, concat
+        self.negative_slope, self.dropout = negative_slope, dropout
+        self.add_self_loops = add_self_loops
+        self.lin = nn.Linear(in_dim, heads * out_dim, bias=False)
+        self.att_src = nn.Parameter(torch.empty(1, heads, out_dim))
+        self.att_dst = nn.Parameter(torch.empty(1, heads, out_dim))
+        width = heads * out_dim if concat else out_dim
+        self.bias = nn.Parameter(torch.empty(width)) if bias else None
+        self.reset_parameters()
+
+    @property
+    def output_dim(self) -> int:
+        """Width of the output rows: ``heads * out_dim`` if concatenating, else ``out_dim``."""
+        return self.heads * self.out_dim if self.concat else self.out_dim
+
+    def reset_parameters(self) -> None:
+        """Glorot-uniform weights and attention vectors, zero bias (as PyG's GATConv)."""
+        for tensor in (self.lin.weight, self.att_src, self.att_dst):
+            bound = math.sqrt(6.0 / (tensor.size(-2) + tensor.size(-1)))
+            nn.init.uniform_(tensor, -bound, bound)
+        if self.bias is not None:
+            nn.init.zeros_(self.bias)
+
+    def forward(self, x: torch.Tensor, graph: LocalGraph) -> torch.Tensor:
+        heads, width = self.heads, self.out_dim
+        h = self.lin(x).view(-1, heads, width)
+        score_src = (h * self.att_src).sum(dim=-1)
+        score_dst = (h * self.att_dst).sum(dim=-1)
+        # One exchange carries both what a source contributes and its attention term.
+        both = graph.gather_with_halo(torch.cat([h.view(-1, heads * width), score_src], dim=1))
+        h_all = both[:, :heads * width].view(-1, heads, width)
+        score_src_all = both[:, heads * width:]
+        src, dst = (local_edges_with_self_loops(graph) if self.add_self_loops
+                    else local_edges(graph))
+        scores = score_src_all.index_select(0, src) + score_dst.index_select(0, dst)
+        scores = F.leaky_relu(scores, self.negative_slope)
+        alpha = edge_softmax(scores, dst, graph.num_owned)
+        alpha = fast_dropout(alpha, self.dropout, self.training)
+        messages = alpha.unsqueeze(-1) * h_all.index_select(0, src)
+        out = scatter_sum(messages, dst, graph.num_owned)
+        out = out.reshape(-1, heads * width) if self.concat else out.mean(dim=1)
+        return out + self.bias if self.bias is not None else out
+
+    def extra_repr(self) -> str:
+        return f"{self.in_dim}, {self.out_dim}, heads={self.heads}, concat={self.concat}"
