@@ -54,3 +54,20 @@ def _best_line(final: dict) -> str:
                 f"({test} {best[test]:.4f})")
     return (f"best val {final['best_val_acc']:.4f} at epoch {final['best_epoch']} "
             f"(test {final['test_acc_at_best_val']:.4f})")
+
+
+def format_profile_table(per_rank: list[dict]) -> str:
+    """--profile: per rank compute, communication, exposed wait, overlap, bytes and memory."""
+    rows = [("compute (ms)", "compute_s", 1e3), ("halo exchange, whole (ms)", "halo_comm_s", 1e3),
+            ("halo exchange, exposed (ms)", "halo_exposed_s", 1e3),
+            ("overlap fraction", "overlap_fraction", 1.0),
+            ("gradient allreduce (ms)", "grad_allreduce_s", 1e3),
+            ("halo bytes / epoch (MiB)", "halo_bytes_per_epoch", 1 / 2**20),
+            ("peak memory (MiB)", "peak_rss_mb", 1.0)]
+    out = ["", "profile (per rank; whole = exchanges waited for at once, exposed = the wait "
+               "left with overlap):",
+           f"{'':30s}" + "".join(f"{'rank ' + str(r['rank']):>10s}" for r in per_rank)]
+    for label, key, scale in rows:
+        if key in per_rank[0]:
+            out.append(f"{label:30s}" + "".join(f"{r[key] * scale:10.2f}" for r in per_rank))
+    return "\n".join(out)

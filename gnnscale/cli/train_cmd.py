@@ -11,7 +11,7 @@ import torch
 
 from ..errors import UsageError
 from .common import agreed_failure, formatter, say
-from .report import format_header, format_time_table
+from .report import format_header, format_profile_table, format_time_table
 
 DEFAULT_DATA_ROOT = os.environ.get("GNNSCALE_DATA_ROOT", "./data")
 
@@ -85,6 +85,11 @@ def add_parser(subparsers) -> None:
                            "(each rank reads only its part; --dataset is then ignored)")
     dist.add_argument("--backend", default="auto", choices=BACKENDS,
                       help="communication backend")
+    dist.add_argument("--halo-dtype", default="float32", choices=("float32", "bfloat16"),
+                      help="dtype of halo rows and halo gradients on the wire (bfloat16 halves "
+                           "the bytes; results are then no longer bit-exact)")
+    dist.add_argument("--no-overlap", action="store_true",
+                      help="wait for each halo exchange before computing (for measuring)")
     dist.add_argument("--threads", type=_positive_int, default=None,
                       help="torch threads per rank; default: cores / ranks on this host")
     run_opts = p.add_argument_group("evaluation and checkpoints")
@@ -114,6 +119,9 @@ def add_parser(subparsers) -> None:
     out.add_argument("--log-every", type=_positive_int, default=None,
                      help="print an epoch line every N epochs; default: about 10 lines")
     out.add_argument("--no-progress", action="store_true", help="no progress bar")
+    out.add_argument("--profile", action="store_true",
+                     help="measure per rank: compute, whole vs exposed halo exchange, overlap "
+                          "fraction, bytes sent, peak memory; print a table, add to metrics")
     out.add_argument("--plot", default=None, metavar="PNG",
                      help="write loss/metric curves and the per-rank time breakdown")
     p.set_defaults(func=run)
@@ -140,6 +148,8 @@ def run(args) -> int:
     torch.manual_seed(args.seed)  # identical initial weights on every rank
     model = GNN(args.model, problem.num_features, args.hidden, problem.num_classes,
                 num_layers=args.layers, dropout=args.dropout)
+    problem.graph.halo_plan.overlap = not args.no_overlap
+    problem.graph.halo_plan.message_dtype = getattr(torch, args.halo_dtype)
     metrics = ("acc", args.metric)
     trainer = Trainer(model, problem, comm, lr=args.lr, weight_decay=args.weight_decay,
                       seed=args.seed, metrics=metrics)
@@ -158,14 +168,21 @@ def run(args) -> int:
         writer.close()
         return 0
     final = summarise(records, monitor=f"val_{args.metric}")
-    per_rank = comm.allgather_object({"rank": comm.rank, "owned": problem.graph.num_owned,
-                                      "halo": problem.graph.num_halo,
-                                      **final["mean_time_breakdown_s"]})
+    mine = {"rank": comm.rank, "owned": problem.graph.num_owned,
+            "halo": problem.graph.num_halo, **final["mean_time_breakdown_s"],
+            "halo_bytes_per_epoch": float(np.mean([r.halo_bytes_sent for r in records])),
+            "peak_rss_mb": records[-1].peak_rss_mb}
+    probes = [r.profile for r in records if r.profile]
+    if probes:
+        mine.update({k: float(np.mean([p[k] for p in probes])) for k in probes[0]})
+    per_rank = comm.allgather_object(mine)
     final["per_rank"] = per_rank
     final["ranks"] = comm.size
     writer.write(final)
     writer.close()
     say(format_time_table(final))
+    if args.profile:
+        say(format_profile_table(per_rank))
     if args.plot and comm.rank == 0:
         from .plot_cmd import plot_records
 
@@ -266,7 +283,11 @@ def _train_with_progress(trainer, args, comm, writer):
             else:
                 bar.write(line)
 
+    probe_every = max(1, args.epochs // 5)
+
     def on_epoch_and_checkpoint(record):
+        if args.profile and (record.epoch == 1 or record.epoch % probe_every == 0):
+            record.profile = trainer.probe_overlap()
         on_epoch(record)
         if args.checkpoint_dir and (record.epoch % args.checkpoint_every == 0
                                     or record.epoch == args.epochs):

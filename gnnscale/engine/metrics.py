@@ -10,6 +10,7 @@ from ..comm import Communicator
 
 TIME_PARTS = ("forward_s", "backward_s", "halo_wait_s", "grad_allreduce_s", "optimizer_s",
               "eval_s")
+# compute_s = forward + backward - halo wait: the part of the training step spent computing
 
 
 @dataclass
@@ -29,6 +30,8 @@ class EpochRecord:
     time: dict = field(default_factory=dict)
     halo_bytes_sent: int = 0
     metrics: dict = field(default_factory=dict)
+    peak_rss_mb: float = 0.0
+    profile: dict = field(default_factory=dict)  # filled by --profile probes
 
     def to_json(self) -> dict:
         return asdict(self)

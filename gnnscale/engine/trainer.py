@@ -8,6 +8,7 @@ the same step as one process on the whole graph would.
 from __future__ import annotations
 
 import math
+import resource
 import time
 from typing import Callable, Iterable
 
@@ -21,6 +22,11 @@ from ..parallel import allreduce_gradients
 from .evaluation import evaluate_global
 from .local_problem import LocalProblem
 from .metrics import EpochRecord
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory so far, in MiB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 def rank_seed(seed: int, rank: int) -> int:
@@ -86,6 +92,33 @@ class Trainer:
         return evaluate_global(local_loss, self.predict(), p.y, p.masks, p.num_classes,
                                self.comm, self.metrics)
 
+    def probe_overlap(self) -> dict:
+        """Measure what overlapping hides: one forward/backward with every halo exchange
+        waited for at once (its wait is the whole exchange) and one overlapped (its wait is
+        the exposed part). No optimiser step; gradients and random state are restored, so
+        training continues exactly as without the probe. Collective.
+        """
+        plan = self.problem.graph.halo_plan
+        saved = (torch.get_rng_state(), dropout_rng.get_state(), plan.overlap)
+        waits = {}
+        for overlap in (False, True):
+            torch.set_rng_state(saved[0])
+            dropout_rng.set_state(saved[1])
+            plan.overlap = overlap
+            plan.stats.reset()
+            self.model.train()
+            logits = self.model(self.problem.x, self.problem.graph)
+            mask = self.problem.masks["train"]
+            F.cross_entropy(logits[mask], self.problem.y[mask], reduction="sum").backward()
+            waits[overlap] = plan.stats.reset().halo_wait_s
+        self.optimizer.zero_grad(set_to_none=True)
+        torch.set_rng_state(saved[0])
+        dropout_rng.set_state(saved[1])
+        plan.overlap = saved[2]
+        comm_s, exposed_s = waits[False], waits[True]
+        return {"halo_comm_s": comm_s, "halo_exposed_s": exposed_s,
+                "overlap_fraction": max(0.0, 1.0 - exposed_s / comm_s) if comm_s > 0 else 1.0}
+
     def run_epoch(self) -> EpochRecord:
         """Train one epoch, evaluate, and return its record (identical numbers on every rank)."""
         stats = self.problem.graph.halo_plan.stats
@@ -99,10 +132,13 @@ class Trainer:
         timings["eval_s"] = time.perf_counter() - t_eval
         stats.reset()
         self.epoch += 1
+        timings["compute_s"] = max(0.0, timings["forward_s"] + timings["backward_s"]
+                                   - timings["halo_wait_s"])
         return EpochRecord(epoch=self.epoch, loss=loss, train_acc=values["train_acc"],
                            val_acc=values["val_acc"], test_acc=values["test_acc"],
                            epoch_time_s=time.perf_counter() - start, time=timings,
-                           halo_bytes_sent=comm_stats.halo_bytes_sent, metrics=values)
+                           halo_bytes_sent=comm_stats.halo_bytes_sent, metrics=values,
+                           peak_rss_mb=peak_rss_mb())
 
     def fit(self, epochs: int, on_epoch: Callable[[EpochRecord], None] | None = None,
             patience: int | None = None, monitor: str = "val_acc") -> list[EpochRecord]:

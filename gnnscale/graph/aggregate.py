@@ -5,6 +5,9 @@
 Forward: post the halo exchange -> ``A_inner @ owned`` -> wait -> ``+= A_boundary @ halo``.
 Backward mirrors it: ``A_boundary.T @ grad`` first and post its reverse exchange ->
 ``A_inner.T @ grad`` while it travels -> wait -> add the returned rows into their owners.
+
+With ``plan.overlap = False`` each exchange is waited for right after it is posted: the same
+numbers, with the whole communication time exposed (for measuring what overlap hides).
 """
 
 from __future__ import annotations
@@ -23,9 +26,11 @@ class DistributedAggregate(torch.autograd.Function):
                 plan: HaloPlan) -> torch.Tensor:
         ctx.blocks = (inner, boundary, plan)
         work = plan.post_forward(owned) if plan.exchanges_anything else None
+        halo = plan.wait(work) if work is not None and not plan.overlap else None
         out = inner.matmul(owned)
         if work is not None:
-            halo = plan.wait(work)
+            if halo is None:
+                halo = plan.wait(work)
             if boundary.nnz:
                 out = out + boundary.matmul(halo.to(out.dtype))
         return out
@@ -33,14 +38,21 @@ class DistributedAggregate(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_out: torch.Tensor):
         inner, boundary, plan = ctx.blocks
+        if not ctx.needs_input_grad[0]:
+            # Input features need no gradient (e.g. the first layer aggregating raw features):
+            # skip the transposed products and the reverse exchange. Every rank runs the same
+            # layers, so every rank skips the same collective.
+            return None, None, None, None
         grad_out = grad_out.contiguous()
         work = None
         if plan.exchanges_anything:
             halo_grad = boundary.matmul_transposed(grad_out)
             work = plan.post_backward(halo_grad)
+        sent_grad = plan.wait(work) if work is not None and not plan.overlap else None
         grad_owned = inner.matmul_transposed(grad_out)
         if work is not None:
-            plan.accumulate_into_owned(grad_owned, plan.wait(work))
+            plan.accumulate_into_owned(grad_owned, sent_grad if sent_grad is not None
+                                       else plan.wait(work))
         return grad_owned, None, None, None
 
 

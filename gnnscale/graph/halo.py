@@ -45,6 +45,8 @@ class HaloPlan:
     send_counts: list
     recv_counts: list
     stats: CommStats = field(default_factory=CommStats)
+    overlap: bool = True            # False: wait for the halo before any local compute
+    message_dtype: torch.dtype | None = None  # e.g. torch.bfloat16: halve the bytes on the wire
 
     @classmethod
     def from_part_view(cls, view, comm: Communicator, device="cpu") -> "HaloPlan":
@@ -60,19 +62,23 @@ class HaloPlan:
     def exchanges_anything(self) -> bool:
         return self.comm.size > 1
 
+    def _post(self, rows: torch.Tensor, send_counts, recv_counts) -> Work:
+        wire = rows if self.message_dtype in (None, rows.dtype) else rows.to(self.message_dtype)
+        self.stats.halo_bytes_sent += wire.numel() * wire.element_size()
+        self.stats.exchanges += 1
+        work = self.comm.alltoallv_async(wire.contiguous(), send_counts, recv_counts)
+        if wire.dtype == rows.dtype:
+            return work
+        return Work(lambda: work.wait().to(rows.dtype))
+
     def post_forward(self, owned: torch.Tensor) -> Work:
         """Start sending requested owned rows; ``wait()`` gives the halo rows [num_halo, F]."""
-        send = owned.index_select(0, self.send_index)
-        self.stats.halo_bytes_sent += send.numel() * send.element_size()
-        self.stats.exchanges += 1
-        return self.comm.alltoallv_async(send, self.send_counts, self.recv_counts)
+        return self._post(owned.index_select(0, self.send_index), self.send_counts,
+                          self.recv_counts)
 
     def post_backward(self, halo_grad: torch.Tensor) -> Work:
         """Start returning halo gradients to their owners; ``wait()`` gives the sent-row grads."""
-        halo_grad = halo_grad.contiguous()
-        self.stats.halo_bytes_sent += halo_grad.numel() * halo_grad.element_size()
-        self.stats.exchanges += 1
-        return self.comm.alltoallv_async(halo_grad, self.recv_counts, self.send_counts)
+        return self._post(halo_grad, self.recv_counts, self.send_counts)
 
     def wait(self, work: Work) -> torch.Tensor:
         """Complete ``work``, charging the blocked time to ``stats.halo_wait_s``."""

@@ -1,7 +1,9 @@
 """Sparse adjacency blocks as CSR matrices with their transposes (for backward).
 
-Aggregation is a CSR sparse x dense product (MKL on CPU, cuSPARSE on GPU): no per-edge message
-tensors. The transpose is built once, so backward is also a CSR product.
+Aggregation is a CSR sparse x dense product: no per-edge message tensors. On the CPU, float32
+and float64 go through the compiled kernel of :mod:`.kernels`; other dtypes (bf16) and GPU
+tensors go through torch's sparse CSR product (MKL / cuSPARSE). The transpose is built once,
+so backward is also a CSR product.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 import torch
+
+from .kernels import csr_spmm
 
 warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
 
@@ -25,6 +29,45 @@ def _torch_csr(matrix: sp.csr_matrix, dtype: torch.dtype, device) -> torch.Tenso
         size=matrix.shape, device=device, check_invariants=False)
 
 
+_KERNEL_DTYPES = {torch.float32: np.float32, torch.float64: np.float64}
+KERNELS = ("compiled", "torch")
+_kernel = {"name": "compiled"}
+
+
+def set_cpu_kernel(name: str) -> None:
+    """Choose the CPU product: ``"compiled"`` (numba, default) or ``"torch"`` (MKL CSR)."""
+    if name not in KERNELS:
+        raise ValueError(f"unknown kernel {name!r}; choose one of {', '.join(KERNELS)}")
+    _kernel["name"] = name
+
+
+class _CSR:
+    """One orientation of the matrix: NumPy arrays for the kernel, a torch CSR built lazily."""
+
+    def __init__(self, matrix: sp.csr_matrix, dtype: torch.dtype, device):
+        matrix.sort_indices()
+        self.matrix = matrix
+        self.dtype, self.device = dtype, device
+        self.indptr = matrix.indptr.astype(np.int64)
+        self.indices = matrix.indices.astype(np.int64)
+        self.values = {}
+        self._torch = None
+
+    def matmul(self, dense: torch.Tensor) -> torch.Tensor:
+        np_dtype = _KERNEL_DTYPES.get(dense.dtype)
+        if (dense.device.type == "cpu" and np_dtype is not None and dense.dim() == 2
+                and _kernel["name"] == "compiled"):
+            if np_dtype not in self.values:
+                self.values[np_dtype] = self.matrix.data.astype(np_dtype)
+            out = csr_spmm(self.indptr, self.indices, self.values[np_dtype],
+                           dense.detach().contiguous().numpy(), self.matrix.shape[0],
+                           torch.get_num_threads())
+            return torch.from_numpy(out)
+        if self._torch is None or self._torch.dtype != dense.dtype:
+            self._torch = _torch_csr(self.matrix, dense.dtype, dense.device)
+        return torch.sparse.mm(self._torch, dense)
+
+
 class SparseBlock:
     """A fixed sparse matrix ``A`` (rows x cols) that computes ``A @ X`` and ``A.T @ Y``."""
 
@@ -32,17 +75,17 @@ class SparseBlock:
         matrix = sp.csr_matrix(matrix)
         self.shape = matrix.shape
         self.nnz = int(matrix.nnz)
-        self.forward_csr = _torch_csr(matrix, dtype, device)
-        self.transpose_csr = _torch_csr(matrix.T.tocsr(), dtype, device)
+        self._forward = _CSR(matrix, dtype, device)
+        self._transpose = _CSR(matrix.T.tocsr(), dtype, device)
 
     def matmul(self, dense: torch.Tensor) -> torch.Tensor:
         """``A @ dense``: [rows, F]."""
         if self.nnz == 0 or dense.shape[0] == 0:
             return dense.new_zeros((self.shape[0], *dense.shape[1:]))
-        return torch.sparse.mm(self.forward_csr, dense)
+        return self._forward.matmul(dense)
 
     def matmul_transposed(self, dense: torch.Tensor) -> torch.Tensor:
         """``A.T @ dense``: [cols, F]."""
         if self.nnz == 0 or dense.shape[0] == 0:
             return dense.new_zeros((self.shape[1], *dense.shape[1:]))
-        return torch.sparse.mm(self.transpose_csr, dense)
+        return self._transpose.matmul(dense)
