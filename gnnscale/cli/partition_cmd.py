@@ -2,60 +2,8 @@
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-
+from .arguments import add_dataset_arguments, key_value, load_graph, positive_int
 from .common import formatter, say
-
-DEFAULT_DATA_ROOT = os.environ.get("GNNSCALE_DATA_ROOT", "./data")
-
-
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
-    return value
-
-
-def method_param(text: str) -> tuple[str, object]:
-    """argparse type: ``KEY=VALUE``; VALUE is read as JSON when it parses (numbers, lists, null),
-    else kept as a string."""
-    key, sep, raw = text.partition("=")
-    if not sep or not key.isidentifier():
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        value = raw
-    return key, tuple(value) if isinstance(value, list) else value
-
-
-def add_dataset_arguments(parser) -> None:
-    """``--dataset``, ``--data-root``, ``--num-nodes``, ``--split`` (shared with ``tune``)."""
-    data = parser.add_argument_group("data")
-    data.add_argument("--dataset", default="sbm",
-                      help="dataset name (cora, citeseer, facebook-combined, sbm, rmat, ...) or "
-                           "a path to a dataset file or folder")
-    data.add_argument("--data-root", default=DEFAULT_DATA_ROOT,
-                      help="folder holding named datasets ($GNNSCALE_DATA_ROOT)")
-    data.add_argument("--num-nodes", type=positive_int, default=None,
-                      help="size of a generated graph (sbm); None means the generator's default")
-    data.add_argument("--split", type=int, default=0,
-                      help="which split to use where a dataset ships several")
-
-
-def load_graph(args):
-    """Load the dataset named by the shared data arguments."""
-    from ..data import load_dataset
-
-    options = {"num_nodes": args.num_nodes} if args.num_nodes else {}
-    return load_dataset(args.dataset, root=args.data_root, split=args.split, **options)
-
 
 def method_params(args) -> dict:
     """Partitioner keyword parameters from ``--param`` and ``--balance``."""
@@ -88,7 +36,7 @@ def add_parser(subparsers) -> None:
     part.add_argument("--balance", default=None,
                       help="metis only: comma-separated balance targets from nodes, edges, "
                            "train (e.g. nodes,edges,train); None means the method's own (nodes)")
-    part.add_argument("--param", type=method_param, action="append", default=None,
+    part.add_argument("--param", type=key_value, action="append", default=None,
                       metavar="KEY=VALUE",
                       help="extra partitioner parameter, repeatable (e.g. slack=1.05, "
                            "passes=3, imbalance=0.05)")

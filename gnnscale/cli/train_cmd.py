@@ -10,21 +10,9 @@ import numpy as np
 import torch
 
 from ..errors import UsageError
+from .arguments import add_dataset_arguments, load_graph, positive_int
 from .common import agreed_failure, formatter, say
 from .report import format_header, format_profile_table, format_time_table
-
-DEFAULT_DATA_ROOT = os.environ.get("GNNSCALE_DATA_ROOT", "./data")
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
-    return value
-
 
 def _non_negative_float(text: str) -> float:
     try:
@@ -55,26 +43,17 @@ def add_parser(subparsers) -> None:
         description="Full-batch GNN training. `gnnscale train` runs one process; "
                     "`mpirun -n K gnnscale train ...` splits the graph over K ranks.",
         formatter_class=formatter)
-    data = p.add_argument_group("data")
-    data.add_argument("--dataset", default="sbm",
-                      help="dataset name (cora, citeseer, sbm, ...) or a path to a dataset file "
-                           "or folder")
-    data.add_argument("--data-root", default=DEFAULT_DATA_ROOT,
-                      help="folder holding named datasets ($GNNSCALE_DATA_ROOT)")
-    data.add_argument("--num-nodes", type=_positive_int, default=None,
-                      help="size of a generated graph (sbm); default: the generator's")
-    data.add_argument("--split", type=int, default=0,
-                      help="which split to use where a dataset ships several")
+    add_dataset_arguments(p)
     model = p.add_argument_group("model")
     model.add_argument("--model", default="gcn", choices=MODEL_NAMES, help="layer type")
-    model.add_argument("--layers", type=_positive_int, default=2, help="number of graph layers")
-    model.add_argument("--hidden", type=_positive_int, default=16, help="hidden width")
+    model.add_argument("--layers", type=positive_int, default=2, help="number of graph layers")
+    model.add_argument("--hidden", type=positive_int, default=16, help="hidden width")
     model.add_argument("--dropout", type=_dropout, default=0.5, help="dropout probability")
     optim = p.add_argument_group("optimisation")
     optim.add_argument("--lr", type=_non_negative_float, default=0.01, help="Adam learning rate")
     optim.add_argument("--weight-decay", type=_non_negative_float, default=5e-4,
                        help="Adam weight decay")
-    optim.add_argument("--epochs", type=_positive_int, default=200, help="training epochs")
+    optim.add_argument("--epochs", type=positive_int, default=200, help="training epochs")
     optim.add_argument("--seed", type=int, default=0,
                        help="seed for weights, partitioning and (with the rank) dropout")
     dist = p.add_argument_group("distribution")
@@ -90,20 +69,20 @@ def add_parser(subparsers) -> None:
                            "the bytes; results are then no longer bit-exact)")
     dist.add_argument("--no-overlap", action="store_true",
                       help="wait for each halo exchange before computing (for measuring)")
-    dist.add_argument("--threads", type=_positive_int, default=None,
+    dist.add_argument("--threads", type=positive_int, default=None,
                       help="torch threads per rank; default: cores / ranks on this host")
     run_opts = p.add_argument_group("evaluation and checkpoints")
     run_opts.add_argument("--metric", default="acc", choices=("acc", "f1", "auc"),
                           help="metric that picks the best epoch and drives early stopping "
                                "(f1: macro-F1; auc: ROC AUC, binary tasks); accuracy is "
                                "always reported")
-    run_opts.add_argument("--early-stop", type=_positive_int, default=None, metavar="PATIENCE",
+    run_opts.add_argument("--early-stop", type=positive_int, default=None, metavar="PATIENCE",
                           help="stop when the validation metric has not improved for "
                                "PATIENCE epochs")
     run_opts.add_argument("--checkpoint-dir", default=None, metavar="DIR",
                           help="write DIR/latest.pt (model, optimiser, epoch, every rank's "
                                "random state) atomically")
-    run_opts.add_argument("--checkpoint-every", type=_positive_int, default=10, metavar="N",
+    run_opts.add_argument("--checkpoint-every", type=positive_int, default=10, metavar="N",
                           help="epochs between checkpoints (with --checkpoint-dir)")
     run_opts.add_argument("--resume", action="store_true",
                           help="continue from --checkpoint-dir's latest.pt if there is one "
@@ -116,7 +95,7 @@ def add_parser(subparsers) -> None:
     out = p.add_argument_group("output")
     out.add_argument("--metrics-out", default=None, metavar="FILE",
                      help="write JSON lines: one per epoch, then a summary line")
-    out.add_argument("--log-every", type=_positive_int, default=None,
+    out.add_argument("--log-every", type=positive_int, default=None,
                      help="print an epoch line every N epochs; default: about 10 lines")
     out.add_argument("--no-progress", action="store_true", help="no progress bar")
     out.add_argument("--profile", action="store_true",
@@ -214,12 +193,10 @@ def _problem_in_memory(args, comm):
     """Every rank loads the whole graph; rank 0 partitions it and broadcasts the assignment."""
     from partitioning import make_partitioner, part_summary
 
-    from ..data import load_dataset
     from ..engine import LocalProblem
 
-    options = {"num_nodes": args.num_nodes} if args.num_nodes else {}
     with agreed_failure(comm):
-        data = load_dataset(args.dataset, root=args.data_root, split=args.split, **options)
+        data = load_graph(args)
         if comm.size > data.num_nodes:
             raise UsageError(f"{comm.size} ranks but the graph has only {data.num_nodes} nodes; "
                              f"launch at most {data.num_nodes} ranks")

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from .common import formatter, say
-from .partition_cmd import add_dataset_arguments, load_graph, positive_int
+from .arguments import add_dataset_arguments, load_graph, positive_int
 
 DEFAULT_METHODS = "random,metis,ldg,fennel,libra"
 DEFAULT_PARTS = "2,4,8,16,32,64,128,256"

@@ -1,0 +1,62 @@
+"""Argument types and the dataset options shared by ``train``, ``partition`` and ``tune``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+DEFAULT_DATA_ROOT = os.environ.get("GNNSCALE_DATA_ROOT", "./data")
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def key_value(text: str) -> tuple[str, object]:
+    """argparse type: ``KEY=VALUE``; VALUE is read as JSON when it parses (numbers, lists, null,
+    true/false), else kept as a string."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key.isidentifier():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        value = raw
+    return key, tuple(value) if isinstance(value, list) else value
+
+
+def add_dataset_arguments(parser) -> None:
+    """``--dataset``, ``--data-root``, ``--num-nodes``, ``--split``, ``--dataset-option``."""
+    data = parser.add_argument_group("data")
+    data.add_argument("--dataset", default="sbm",
+                      help="dataset name (cora, citeseer, tolokers, facebook-combined, sbm, rmat, "
+                           "...) or a path to a dataset file or folder")
+    data.add_argument("--data-root", default=DEFAULT_DATA_ROOT,
+                      help="folder holding named datasets ($GNNSCALE_DATA_ROOT)")
+    data.add_argument("--num-nodes", type=positive_int, default=None,
+                      help="size of a generated graph (sbm, rmat); None means the generator's "
+                           "default")
+    data.add_argument("--split", type=int, default=0,
+                      help="which split to use where a dataset ships several")
+    data.add_argument("--dataset-option", type=key_value, action="append", default=None,
+                      metavar="KEY=VALUE",
+                      help="loader or generator option, repeatable (e.g. scale=18, "
+                           "num_features=128, scheme=time for OGB)")
+
+
+def load_graph(args):
+    """Load the dataset the shared data arguments name."""
+    from ..data import load_dataset
+
+    options = dict(args.dataset_option or [])
+    if args.num_nodes:
+        options["num_nodes"] = args.num_nodes
+    return load_dataset(args.dataset, root=args.data_root, split=args.split, **options)
