@@ -42,8 +42,8 @@ SIZES = [1 << 10, 1 << 12, 1 << 14, 1 << 16, 1 << 18, 1 << 20, 1 << 22, 1 << 24,
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--variants",
-                        default="gnnscale-mpi,gnnscale-mpi-unchecked,gnnscale-torch,torch-gloo,mpi4py")
+    parser.add_argument("--variants", default="gnnscale-mpi,gnnscale-mpi-unchecked,"
+                        "gnnscale-torch,torch-gloo,mpi4py")
     parser.add_argument("--max-bytes", type=int, default=SIZES[-1])
     parser.add_argument("--reps", type=int, default=9, help="samples per size and variant")
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))

@@ -33,7 +33,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import torch.distributed as dist
 from torch.nn import functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -87,7 +86,8 @@ def main(argv=None) -> None:
     gen = torch.Generator().manual_seed(rank)
     images = torch.randn(args.batch, 3, args.image_size, args.image_size, generator=gen)
     labels = torch.randint(0, 10, (args.batch,), generator=gen)
-    report = {"benchmark": "cnn_step", "ranks": size, "load_average_at_start": os.getloadavg(), "threads_per_rank": torch.get_num_threads(),
+    report = {"benchmark": "cnn_step", "ranks": size, "load_average_at_start": os.getloadavg(),
+              "threads_per_rank": torch.get_num_threads(),
               "batch_per_rank": args.batch, "image_size": args.image_size, "reps": args.reps,
               "host": platform.node(), "cpu_count": os.cpu_count(),
               "torch": torch.__version__, "models": {}}

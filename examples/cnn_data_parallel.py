@@ -36,8 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gnnscale.comm import BACKENDS, init  # noqa: E402
 from gnnscale.models import ResNet, count_parameters  # noqa: E402
-from gnnscale.parallel import (LARS, DataParallel, autocast, label_smoothing_cross_entropy,  # noqa: E402
-                               scaled_lr, warmup_schedule)
+from gnnscale.parallel import (LARS, DataParallel, autocast,  # noqa: E402
+                               label_smoothing_cross_entropy, scaled_lr, warmup_schedule)
 
 DATASETS = {"cifar": (32, 10), "imagenet": (224, 1000)}
 MODELS = {
@@ -156,8 +156,8 @@ def main(argv=None) -> int:
         records.append(record)
         if rank == 0 and ((step + 1) % args.log_every == 0 or step == 0):
             print(f"step {step + 1:4d}  loss {record['loss']:.4f}  acc {record['accuracy']:.3f}  "
-                  f"{record['images_per_s']:8.1f} img/s  compute {1e3 * record['compute_s']:7.1f} ms"
-                  f"  comm {1e3 * record['comm_s']:6.1f} ms (exposed "
+                  f"{record['images_per_s']:8.1f} img/s  "
+                  f"compute {1e3 * record['compute_s']:7.1f} ms  comm {1e3 * record['comm_s']:6.1f} ms (exposed "
                   f"{1e3 * record['exposed_comm_s']:5.1f} ms, hidden "
                   f"{100 * record['hidden_fraction']:3.0f}%)", flush=True)
     if rank == 0:

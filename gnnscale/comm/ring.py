@@ -66,7 +66,8 @@ def ring_allreduce(mpi_comm, flat: torch.Tensor, op: str,
         recv_lo, recv_hi = bounds[(rank - step - 1) % size]
         longest = max(send_hi - send_lo, recv_hi - recv_lo)
         for offset in range(0, longest, segment):
-            outgoing = flat[min(send_lo + offset, send_hi):min(send_lo + offset + segment, send_hi)]
+            outgoing = flat[min(send_lo + offset, send_hi):
+                            min(send_lo + offset + segment, send_hi)]
             target = flat[min(recv_lo + offset, recv_hi):min(recv_lo + offset + segment, recv_hi)]
             incoming = scratch[:target.numel()]
             requests = [mpi_comm.Irecv(_numpy(incoming), source=left, tag=_TAG_REDUCE),

@@ -271,8 +271,9 @@ class DataParallel(nn.Module):
                 for slot, index in enumerate(bucket.params):
                     param = self._params[index]
                     if present[slot] > 0:
-                        if param.grad is None or param.grad.data_ptr() != self._views[index].data_ptr():
-                            param.grad = self._views[index]
+                        view = self._views[index]
+                        if param.grad is None or param.grad.data_ptr() != view.data_ptr():
+                            param.grad = view
                     else:
                         param.grad = None
             self._record_stats(backward_end, waited)
