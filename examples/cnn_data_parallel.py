@@ -157,8 +157,8 @@ def main(argv=None) -> int:
         if rank == 0 and ((step + 1) % args.log_every == 0 or step == 0):
             print(f"step {step + 1:4d}  loss {record['loss']:.4f}  acc {record['accuracy']:.3f}  "
                   f"{record['images_per_s']:8.1f} img/s  "
-                  f"compute {1e3 * record['compute_s']:7.1f} ms  comm {1e3 * record['comm_s']:6.1f} ms (exposed "
-                  f"{1e3 * record['exposed_comm_s']:5.1f} ms, hidden "
+                  f"compute {1e3 * record['compute_s']:7.1f} ms  "
+                  f"comm {1e3 * record['comm_s']:6.1f} ms (exposed {1e3 * record['exposed_comm_s']:5.1f} ms, hidden "
                   f"{100 * record['hidden_fraction']:3.0f}%)", flush=True)
     if rank == 0:
         steady = records[1:] or records

@@ -41,7 +41,8 @@ def _numpy(tensor: torch.Tensor):
 
 
 def ring_allreduce(mpi_comm, flat: torch.Tensor, op: str,
-                   wait: Callable[[list], None], segment_bytes: int = SEGMENT_BYTES) -> torch.Tensor:
+                   wait: Callable[[list], None],
+                   segment_bytes: int = SEGMENT_BYTES) -> torch.Tensor:
     """Reduce the 1-D contiguous CPU tensor ``flat`` across ``mpi_comm``, in place.
 
     ``wait(requests)`` completes a list of mpi4py requests (the caller's guarded wait).

@@ -3,4 +3,5 @@
 from .resnet import (BasicBlock, ResNet, count_parameters, make_norm, resnet_small,
                      resnet_small_fc)
 
-__all__ = ["BasicBlock", "ResNet", "count_parameters", "make_norm", "resnet_small", "resnet_small_fc"]
+__all__ = ["BasicBlock", "ResNet", "count_parameters", "make_norm", "resnet_small",
+           "resnet_small_fc"]
