@@ -158,8 +158,9 @@ def main(argv=None) -> int:
             print(f"step {step + 1:4d}  loss {record['loss']:.4f}  acc {record['accuracy']:.3f}  "
                   f"{record['images_per_s']:8.1f} img/s  "
                   f"compute {1e3 * record['compute_s']:7.1f} ms  "
-                  f"comm {1e3 * record['comm_s']:6.1f} ms (exposed {1e3 * record['exposed_comm_s']:5.1f} ms, hidden "
-                  f"{100 * record['hidden_fraction']:3.0f}%)", flush=True)
+                  f"comm {1e3 * record['comm_s']:6.1f} ms "
+                  f"(exposed {1e3 * record['exposed_comm_s']:5.1f} ms, "
+                  f"hidden {100 * record['hidden_fraction']:3.0f}%)", flush=True)
     if rank == 0:
         steady = records[1:] or records
         summary = {key: float(np.median([r[key] for r in steady]))
