@@ -1,0 +1,145 @@
+"""Faults under a real ``mpirun``: a rank raising or SIGKILLed mid-epoch ends the whole job fast,
+the output names the rank and its error, and resuming from the last checkpoint continues to
+exactly the losses of an uninterrupted run.
+
+One chain per backend (mpi, torch), each on a 2-rank job of a generated graph:
+
+1. an uninterrupted reference run;
+2. the same run, with rank 1 raising in the middle of epoch 7 (after its forward pass, while its
+   peer waits in a halo exchange): checkpoints every 3 epochs leave epoch 6 behind;
+3. ``--resume`` from there, and one rank is SIGKILLed once the metrics show epoch 12 or later;
+4. ``--resume`` again, to the end.
+
+Every loss written by steps 2-4 must equal the reference's for that epoch, bit for bit.
+"""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mpi_launch import REPO_ROOT, mpi_env, mpirun_path, run_mpi
+
+pytestmark = pytest.mark.timeout(400)
+
+DRIVER = Path(__file__).with_name("rel_fault_driver.py")
+EPOCHS = 30
+FAIL_FAST_S = 30.0  # the issue's bound: every rank gone within 30 s of the fault
+
+
+def train_args(backend, tmp_path, metrics_name, extra=()):
+    return ["--dataset", "sbm", "--num-nodes", "300", "--epochs", str(EPOCHS), "--backend",
+            backend, "--no-progress", "--threads", "1", "--checkpoint-dir",
+            str(tmp_path / "ckpt"), "--checkpoint-every", "3", "--metrics-out",
+            str(tmp_path / metrics_name), *extra]
+
+
+def driver_cmd(pid_dir, args, raise_at=None):
+    cmd = [sys.executable, str(DRIVER), "--pid-dir", str(pid_dir)]
+    if raise_at:
+        cmd += ["--raise-at", raise_at]
+    return [mpirun_path(), "-n", "2", "--oversubscribe", *cmd, "--", *args]
+
+
+def losses(path):
+    """(epoch, loss) of every per-epoch line, in file order (resumed runs append)."""
+    return [(r["epoch"], r["loss"]) for r in map(json.loads, path.read_text().splitlines())
+            if not r.get("summary")]
+
+
+def last_epoch(path):
+    try:
+        lines = path.read_text().splitlines()
+        return json.loads(lines[-1]).get("epoch", 0) if lines else 0
+    except (OSError, ValueError):
+        return 0  # not there yet, or a line half written
+
+
+def assert_all_gone(pid_dir):
+    for pid_file in pid_dir.glob("rank-*.pid"):
+        pid = int(pid_file.read_text())
+        assert not Path(f"/proc/{pid}").exists() or \
+            "zombie" in Path(f"/proc/{pid}/status").read_text(), f"{pid_file.name} still alive"
+
+
+def run_and_kill(cmd, pid_dir, metrics, victim, after_epoch, timeout=240):
+    """Start ``cmd``; once ``metrics`` shows ``after_epoch``, SIGKILL rank ``victim``.
+
+    Returns (completed process, seconds from the kill to the job's end).
+    """
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=mpi_env(), cwd=REPO_ROOT, start_new_session=True)
+    deadline = time.monotonic() + timeout
+    try:
+        while last_epoch(metrics) < after_epoch:
+            assert proc.poll() is None, ("the job ended before the kill", proc.communicate())
+            assert time.monotonic() < deadline, "no progress before the deadline"
+            time.sleep(0.02)
+        os.kill(int((pid_dir / f"rank-{victim}.pid").read_text()), signal.SIGKILL)
+        killed_at = time.monotonic()
+        out, err = proc.communicate(timeout=FAIL_FAST_S * 3)
+        elapsed = time.monotonic() - killed_at
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err), elapsed
+
+
+@pytest.mark.parametrize("backend,victim", [("mpi", 1), ("torch", 0)])
+def test_raise_and_kill_mid_epoch_then_resume_exactly(tmp_path, backend, victim):
+    ref_dir = tmp_path / "ref"
+    reference = run_mpi(2, [sys.executable, "-m", "gnnscale", "train",
+                            *train_args(backend, ref_dir, "ref.jsonl")], timeout=240)
+    assert reference.returncode == 0, reference.stderr
+    expected = dict(losses(ref_dir / "ref.jsonl"))
+    assert sorted(expected) == list(range(1, EPOCHS + 1))
+
+    # 2. rank 1 raises in the middle of epoch 7
+    metrics = tmp_path / "run.jsonl"
+    raised = subprocess.run(driver_cmd(tmp_path / "pids-raise",
+                                       train_args(backend, tmp_path, "run.jsonl"), "1:7"),
+                            capture_output=True, text=True, env=mpi_env(), cwd=REPO_ROOT,
+                            timeout=240)
+    output = raised.stdout + raised.stderr
+    assert raised.returncode != 0, output
+    assert "gnnscale: rank 1 failed" in output, output
+    assert "RuntimeError: injected fault in epoch 7" in output, output
+    assert "rank 1" in output and "abort" in output, output  # mpirun names the rank too
+    assert_all_gone(tmp_path / "pids-raise")
+    assert last_epoch(metrics) == 6
+    elapsed = time.time() - float((tmp_path / "pids-raise" / "fault-time").read_text())
+    assert elapsed < FAIL_FAST_S, f"job took {elapsed:.1f} s to end after the fault"
+    for epoch, loss in losses(metrics):
+        assert loss == expected[epoch], (epoch, loss, expected[epoch])
+
+    # 3. resume from epoch 6, then SIGKILL one rank once epoch 12 is done
+    resume = train_args(backend, tmp_path, "run.jsonl", ["--resume"])
+    killed, elapsed = run_and_kill(driver_cmd(tmp_path / "pids-kill", resume),
+                                   tmp_path / "pids-kill", metrics, victim, after_epoch=12)
+    output = killed.stdout + killed.stderr
+    assert killed.returncode != 0, output
+    assert "resumed from" in output and "after epoch 6" in output, output
+    assert f"rank {victim} with PID" in output and "signal 9" in output, output
+    assert elapsed < FAIL_FAST_S, f"job took {elapsed:.1f} s to end after the kill"
+    assert_all_gone(tmp_path / "pids-kill")
+    killed_after = last_epoch(metrics)
+    assert 12 <= killed_after < EPOCHS
+
+    # 4. resume again from the last checkpoint before the kill, to the end
+    finished = run_mpi(2, [sys.executable, "-m", "gnnscale", "train", *resume], timeout=240)
+    assert finished.returncode == 0, finished.stderr
+    found = re.search(r"resumed from .* after epoch (\d+)", finished.stdout)
+    assert found, finished.stdout
+    resumed_from = int(found.group(1))  # the kill may land before or after a checkpoint
+    assert resumed_from % 3 == 0 and killed_after - 3 <= resumed_from <= killed_after
+    seen = losses(metrics)
+    assert {epoch for epoch, _ in seen} == set(expected)
+    for epoch, loss in seen:  # every segment, including epochs redone after a resume
+        assert loss == expected[epoch], (epoch, loss, expected[epoch])
