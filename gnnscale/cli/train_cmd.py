@@ -12,6 +12,7 @@ import torch
 from ..errors import UsageError
 from .arguments import add_dataset_arguments, load_graph, positive_int
 from .common import agreed_failure, formatter, say
+from .env_check import check_same_versions
 from .report import format_header, format_profile_table, format_time_table
 
 def _non_negative_float(text: str) -> float:
@@ -22,6 +23,16 @@ def _non_negative_float(text: str) -> float:
     if not value >= 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
     return value
+
+
+def _staleness(text: str) -> str:
+    from ..graph.staleness import make_policy
+
+    try:
+        make_policy(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 def _dropout(text: str) -> float:
@@ -49,6 +60,17 @@ def add_parser(subparsers) -> None:
     model.add_argument("--layers", type=positive_int, default=2, help="number of graph layers")
     model.add_argument("--hidden", type=positive_int, default=16, help="hidden width")
     model.add_argument("--dropout", type=_dropout, default=0.5, help="dropout probability")
+    model.add_argument("--heads", type=positive_int, default=8,
+                       help="attention heads of hidden gat/gatv2 layers")
+    model.add_argument("--out-heads", type=positive_int, default=1,
+                       help="attention heads of the last gat/gatv2 layer (averaged)")
+    model.add_argument("--attn-dropout", type=_dropout, default=0.0,
+                       help="dropout on attention coefficients (gat/gatv2)")
+    model.add_argument("--residual", action="store_true", help="skip connections")
+    model.add_argument("--norm", default=None, choices=("batch", "layer", "layer-graph"),
+                       help="normalisation after hidden layers (statistics over the whole graph)")
+    model.add_argument("--activation", default="relu", choices=("relu", "elu", "gelu"),
+                       help="activation after hidden layers")
     optim = p.add_argument_group("optimisation")
     optim.add_argument("--lr", type=_non_negative_float, default=0.01, help="Adam learning rate")
     optim.add_argument("--weight-decay", type=_non_negative_float, default=5e-4,
@@ -67,6 +89,10 @@ def add_parser(subparsers) -> None:
     dist.add_argument("--halo-dtype", default="float32", choices=("float32", "bfloat16"),
                       help="dtype of halo rows and halo gradients on the wire (bfloat16 halves "
                            "the bytes; results are then no longer bit-exact)")
+    dist.add_argument("--staleness", default="exact", type=_staleness, metavar="POLICY",
+                      help="when halos are fetched in training: exact, pipelined[:GAMMA] "
+                           "(PipeGCN, one epoch stale, optional smoothing), delayed:R "
+                           "(DistGNN cd-R), local (DistGNN 0c); evaluation is always exact")
     dist.add_argument("--no-overlap", action="store_true",
                       help="wait for each halo exchange before computing (for measuring)")
     dist.add_argument("--threads", type=positive_int, default=None,
@@ -116,19 +142,29 @@ def default_threads() -> int:
 def run(args) -> int:
     from .. import comm as comm_module
     from ..engine import MetricsWriter, Trainer, summarise, write_predictions
+    from ..graph.staleness import make_policy
     from ..nn import GNN
 
     torch.set_num_threads(args.threads or default_threads())
     comm = comm_module.init(args.backend)
+    with agreed_failure(comm):
+        check_same_versions(comm)
     if args.partitions:
         problem, header = _problem_from_store(args, comm)
     else:
         problem, header = _problem_in_memory(args, comm)
+    with agreed_failure(comm):
+        if args.metric == "auc" and problem.num_classes != 2:
+            raise UsageError(f"--metric auc is for binary tasks; this graph has "
+                             f"{problem.num_classes} classes (use --metric acc or f1)")
     torch.manual_seed(args.seed)  # identical initial weights on every rank
     model = GNN(args.model, problem.num_features, args.hidden, problem.num_classes,
-                num_layers=args.layers, dropout=args.dropout)
+                num_layers=args.layers, dropout=args.dropout, heads=args.heads,
+                out_heads=args.out_heads, attn_dropout=args.attn_dropout,
+                residual=args.residual, norm=args.norm, activation=args.activation)
     problem.graph.halo_plan.overlap = not args.no_overlap
     problem.graph.halo_plan.message_dtype = getattr(torch, args.halo_dtype)
+    problem.graph.staleness = make_policy(args.staleness)
     metrics = ("acc", args.metric)
     trainer = Trainer(model, problem, comm, lr=args.lr, weight_decay=args.weight_decay,
                       seed=args.seed, metrics=metrics)
@@ -138,6 +174,8 @@ def run(args) -> int:
         say(f"resumed from {args.checkpoint_dir} after epoch {resumed_from}")
     writer = MetricsWriter(args.metrics_out, comm, append=bool(resumed_from))
     records = _train_with_progress(trainer, args, comm, writer)
+    if problem.graph.staleness is not None:
+        problem.graph.staleness.close()  # complete exchanges still in flight (collective)
     if args.predictions_out:
         path = write_predictions(trainer, args.predictions_out, args.predictions_layout)
         say(f"predictions for every node written to {path if comm.rank == 0 else ''}"
@@ -205,10 +243,15 @@ def _problem_in_memory(args, comm):
     with agreed_failure(comm):
         if comm.rank == 0:
             partition = partitioner.fit(data)
-    parts = torch.from_numpy(partition.node_parts.astype(np.int64)) if comm.rank == 0 \
-        else torch.empty(data.num_nodes, dtype=torch.int64)
-    node_parts = comm.broadcast(parts, root=0).numpy()
-    problem = LocalProblem.from_graph_data(data, node_parts, comm)
+    if partitioner.kind == "vertex_cut":  # DistGNN's vertex-cut execution
+        from ..engine.vertex_cut_problem import broadcast_vertex_cut_problem
+
+        problem = broadcast_vertex_cut_problem(data, partition, comm)
+    else:
+        parts = torch.from_numpy(partition.node_parts.astype(np.int64)) if comm.rank == 0 \
+            else torch.empty(data.num_nodes, dtype=torch.int64)
+        node_parts = comm.broadcast(parts, root=0).numpy()
+        problem = LocalProblem.from_graph_data(data, node_parts, comm)
     header = ""
     if comm.rank == 0:
         summary = part_summary(data, partition) if comm.size > 1 else None

@@ -1,0 +1,57 @@
+"""Under mpirun (1 or 4 ranks): the issue's quality bars, 3 seeds each, written as JSON.
+
+Usage: mpirun -n P python quality_driver.py DATASETS_ROOT OUT.json
+"""
+
+import json
+import sys
+
+import numpy as np
+import torch
+
+from gnnscale.comm import init
+from gnnscale.data import load_dataset
+from gnnscale.engine import LocalProblem, Trainer
+from gnnscale.nn import GNN
+from partitioning import make_partitioner
+
+# name: (dataset, metric, model kwargs, optimiser kwargs, epochs)
+CASES = {
+    "gcn-citeseer": ("citeseer", "acc", dict(model="gcn", hidden_dim=16, dropout=0.5),
+                     dict(lr=0.01, weight_decay=5e-4), 200),
+    "gat-cora": ("cora", "acc", dict(model="gat", hidden_dim=8, heads=8, out_heads=1,
+                                     dropout=0.6, attn_dropout=0.6, activation="elu"),
+                 dict(lr=0.005, weight_decay=5e-4), 200),
+    "sage-tolokers": ("tolokers", "auc", dict(model="sage", hidden_dim=64, dropout=0.2),
+                      dict(lr=0.01, weight_decay=0.0), 100),
+}
+SEEDS = (0, 1, 2)
+
+
+def main():
+    root, out = sys.argv[1], sys.argv[2]
+    comm = init()
+    torch.set_num_threads(1)
+    results = {}
+    for name, (dataset, metric, model_kw, optim_kw, epochs) in CASES.items():
+        data = load_dataset(dataset, root=root)
+        parts = make_partitioner("metis", num_parts=comm.size, seed=0).fit(data).node_parts
+        problem = LocalProblem.from_graph_data(data, parts, comm)
+        scores = []
+        for seed in SEEDS:
+            torch.manual_seed(seed)
+            kw = dict(model_kw)
+            model = GNN(kw.pop("model"), data.num_features, kw.pop("hidden_dim"),
+                        data.num_classes, **kw)
+            trainer = Trainer(model, problem, comm, seed=seed, metrics=(metric,), **optim_kw)
+            records = trainer.fit(epochs)
+            scores.append(records[-1].metrics[f"test_{metric}"])
+        results[name] = {"metric": metric, "scores": scores, "mean": float(np.mean(scores))}
+    if comm.rank == 0:
+        print(json.dumps(results), flush=True)
+        with open(out, "w") as handle:
+            json.dump(results, handle)
+
+
+if __name__ == "__main__":
+    main()
