@@ -77,6 +77,10 @@ class GraphData:
             raise DataError(f"edge_index must have shape (2, E), got {edge_index.shape}")
         if edge_index.size and not np.issubdtype(edge_index.dtype, np.integer):
             raise DataError(f"edge_index must hold integers, got dtype {edge_index.dtype}")
+        for field, array in (("x", x), ("y", y)):
+            kind = np.asarray(array).dtype.kind
+            if kind not in "biuf":  # strings or objects: astype would crash or guess
+                raise DataError(f"{field} must hold numbers, got dtype {np.asarray(array).dtype}")
         indptr, indices = csr_by_destination(edge_index[0], edge_index[1], num_nodes,
                                              symmetrize=symmetrize)
         return cls(indptr=indptr, indices=indices,

@@ -81,18 +81,26 @@ def load_dataset(name_or_path, root=None, *, split: int = 0, **options) -> Graph
             candidates = [f"{_SNAP_FOLDERS[key]}/raw/{key}.txt.gz"] + candidates
         for candidate in candidates:
             path = root / candidate
-            if path.exists():
+            if _exists(path):
                 return _load_kind(kind, path, split, {"name": key, **options})
         looked = ", ".join(str(root / c) for c in candidates)
         raise DataError(f"dataset {key!r} not found under data root {root} (looked for {looked}); "
                         "pass root= / --data-root or set GNNSCALE_DATA_ROOT")
     path = Path(text).expanduser()
-    if not path.exists() and (root / text).exists():
+    if not _exists(path) and _exists(root / text):
         path = root / text
-    if path.exists():
+    if _exists(path):
         return load_path(path, split=split, **options)
     raise DataError(f"unknown dataset {text!r}: not a known name ({', '.join(DATASET_NAMES)}) "
                     "and no such file or directory")
+
+
+def _exists(path: Path) -> bool:
+    """``path.exists()``, but a folder on the way that cannot be entered is a DataError."""
+    try:
+        return path.exists()
+    except OSError as exc:  # EACCES on a parent folder: pathlib raises, it does not say False
+        raise DataError(f"{path} cannot be reached ({exc.strerror or exc})") from None
 
 
 def detect_format(path) -> tuple[str, Path]:
@@ -120,6 +128,10 @@ def detect_format(path) -> tuple[str, Path]:
                         "ind.<name>.*, OGB raw/ + split/, .npz, SNAP .txt[.gz])")
     if not path.is_file():
         raise DataError(f"path {path} does not exist")
+    try:  # say "permission denied" rather than "not a readable .npz" when that is the cause
+        path.open("rb").close()
+    except OSError as exc:
+        raise DataError(f"{path} cannot be read ({exc.strerror or exc})") from None
     name = path.name.lower()
     if name.startswith("ind.") and name.endswith(".graph"):
         return "planetoid", path.parent
