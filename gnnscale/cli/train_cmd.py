@@ -86,6 +86,10 @@ def add_parser(subparsers) -> None:
                            "(each rank reads only its part; --dataset is then ignored)")
     dist.add_argument("--backend", default="auto", choices=BACKENDS,
                       help="communication backend")
+    dist.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
+                      help="where each rank computes (cuda: rank i uses GPU i mod GPUs on its "
+                           "host; across ranks use --backend torch, whose NCCL moves GPU "
+                           "tensors)")
     dist.add_argument("--halo-dtype", default="float32", choices=("float32", "bfloat16"),
                       help="dtype of halo rows and halo gradients on the wire (bfloat16 halves "
                            "the bytes; results are then no longer bit-exact)")
@@ -148,11 +152,13 @@ def run(args) -> int:
     torch.set_num_threads(args.threads or default_threads())
     comm = comm_module.init(args.backend)
     with agreed_failure(comm):
+        device = _device(args.device)
+    with agreed_failure(comm):
         check_same_versions(comm)
     if args.partitions:
-        problem, header = _problem_from_store(args, comm)
+        problem, header = _problem_from_store(args, comm, device)
     else:
-        problem, header = _problem_in_memory(args, comm)
+        problem, header = _problem_in_memory(args, comm, device)
     with agreed_failure(comm):
         if args.metric == "auc" and problem.num_classes != 2:
             raise UsageError(f"--metric auc is for binary tasks; this graph has "
@@ -161,7 +167,7 @@ def run(args) -> int:
     model = GNN(args.model, problem.num_features, args.hidden, problem.num_classes,
                 num_layers=args.layers, dropout=args.dropout, heads=args.heads,
                 out_heads=args.out_heads, attn_dropout=args.attn_dropout,
-                residual=args.residual, norm=args.norm, activation=args.activation)
+                residual=args.residual, norm=args.norm, activation=args.activation).to(device)
     problem.graph.halo_plan.overlap = not args.no_overlap
     problem.graph.halo_plan.message_dtype = getattr(torch, args.halo_dtype)
     problem.graph.staleness = make_policy(args.staleness)
@@ -227,7 +233,19 @@ def _maybe_resume(trainer, args, comm) -> int:
     return epoch
 
 
-def _problem_in_memory(args, comm):
+def _device(name: str) -> torch.device:
+    """The torch device of this rank (GPUs are shared round-robin by the ranks of a host)."""
+    if name == "cpu":
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        raise UsageError("--device cuda, but torch sees no CUDA device on this host "
+                         "(torch.cuda.is_available() is False); use --device cpu")
+    from ..comm import detect_launch
+
+    return torch.device("cuda", detect_launch().local_rank % torch.cuda.device_count())
+
+
+def _problem_in_memory(args, comm, device):
     """Every rank loads the whole graph; rank 0 partitions it and broadcasts the assignment."""
     from partitioning import make_partitioner, part_summary
 
@@ -251,7 +269,7 @@ def _problem_in_memory(args, comm):
         parts = torch.from_numpy(partition.node_parts.astype(np.int64)) if comm.rank == 0 \
             else torch.empty(data.num_nodes, dtype=torch.int64)
         node_parts = comm.broadcast(parts, root=0).numpy()
-        problem = LocalProblem.from_graph_data(data, node_parts, comm)
+        problem = LocalProblem.from_graph_data(data, node_parts, comm, device=device)
     header = ""
     if comm.rank == 0:
         summary = part_summary(data, partition) if comm.size > 1 else None
@@ -259,13 +277,13 @@ def _problem_in_memory(args, comm):
     return problem, header
 
 
-def _problem_from_store(args, comm):
+def _problem_from_store(args, comm, device):
     """Each rank reads only its own part of a partition store."""
     from ..engine.local_problem import LocalProblem, read_store_part
 
     with agreed_failure(comm):
         part = read_store_part(args.partitions, comm.rank, comm.size)
-    problem = LocalProblem.from_store_part(part, comm)
+    problem = LocalProblem.from_store_part(part, comm, device=device)
     manifest = part.manifest
     graph, meta = manifest["graph"], manifest["partition"]
     name = (manifest.get("extra") or {}).get("dataset", args.partitions)

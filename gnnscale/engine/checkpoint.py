@@ -101,7 +101,7 @@ def read_checkpoint(path) -> dict:
             hashlib.sha256(payload).hexdigest() != header.get("sha256"):
         raise CheckpointError(f"{path} is truncated or altered (checksum mismatch)")
     try:
-        return torch.load(io.BytesIO(payload), weights_only=True)
+        return torch.load(io.BytesIO(payload), weights_only=True, map_location="cpu")
     except Exception as exc:  # weights-only refusal or a damaged payload
         raise CheckpointError(f"{path} cannot be loaded: {exc}") from None
 

@@ -52,6 +52,9 @@ def evaluate_global(local_loss: float, logits: torch.Tensor, y: torch.Tensor, ma
     unknown = [m for m in metrics if m not in METRICS]
     if unknown:
         raise ValueError(f"unknown metric {unknown[0]!r}; choose from {', '.join(METRICS)}")
+    # Counting is cheap and collectives take CPU tensors on the MPI backend: count on the CPU.
+    logits, y = logits.detach().cpu(), y.cpu()
+    masks = {split: mask.cpu() for split, mask in masks.items()}
     pred = logits.argmax(dim=-1)
     counts = [torch.tensor([float(local_loss)], dtype=torch.float64)]
     for split in SPLITS:

@@ -23,7 +23,7 @@ def gather_predictions(trainer) -> tuple[np.ndarray, np.ndarray] | None:
 
     Collective. Nodes are ordered by global id whatever the partition.
     """
-    logits = trainer.predict().float().numpy()
+    logits = trainer.predict().float().cpu().numpy()
     owned = trainer.problem.graph.owned_nodes
     pieces = trainer.comm.allgather_object((owned, logits))
     if trainer.comm.rank != 0:
@@ -47,7 +47,7 @@ def write_predictions(trainer, path, layout: str = "gathered") -> Path:
     path = Path(path)
     if layout == "per-part":
         path.mkdir(parents=True, exist_ok=True)
-        logits = trainer.predict().float().numpy()
+        logits = trainer.predict().float().cpu().numpy()
         target = path / f"part-{trainer.comm.rank:05d}.npz"
         write_atomic(target, _npz_bytes(node_ids=trainer.problem.graph.owned_nodes,
                                         logits=logits, pred=logits.argmax(axis=1)))

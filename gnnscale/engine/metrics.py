@@ -32,6 +32,7 @@ class EpochRecord:
     metrics: dict = field(default_factory=dict)
     peak_rss_mb: float = 0.0
     profile: dict = field(default_factory=dict)  # filled by --profile probes
+    staleness: dict = field(default_factory=dict)  # policy, max/mean age of the halos used
 
     def to_json(self) -> dict:
         return asdict(self)

@@ -64,14 +64,21 @@ class Trainer:
         problem = self.problem
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
-        t0 = time.perf_counter()
-        logits = self.model(problem.x, problem.graph)
-        mask = problem.masks["train"]
-        loss = F.cross_entropy(logits[mask], problem.y[mask], reduction="sum")
-        loss = loss / max(problem.global_counts["train"], 1)
-        t1 = time.perf_counter()
-        loss.backward()
-        t2 = time.perf_counter()
+        policy = getattr(problem.graph, "staleness", None)  # stale halos in training only
+        if policy is not None:
+            policy.begin_step()
+        try:
+            t0 = time.perf_counter()
+            logits = self.model(problem.x, problem.graph)
+            mask = problem.masks["train"]
+            loss = F.cross_entropy(logits[mask], problem.y[mask], reduction="sum")
+            loss = loss / max(problem.global_counts["train"], 1)
+            t1 = time.perf_counter()
+            loss.backward()
+            t2 = time.perf_counter()
+        finally:
+            if policy is not None:
+                policy.end_step()
         allreduce_s = allreduce_gradients(self.model.parameters(), self.comm)
         t3 = time.perf_counter()
         self.optimizer.step()
@@ -138,7 +145,14 @@ class Trainer:
                            val_acc=values["val_acc"], test_acc=values["test_acc"],
                            epoch_time_s=time.perf_counter() - start, time=timings,
                            halo_bytes_sent=comm_stats.halo_bytes_sent, metrics=values,
-                           peak_rss_mb=peak_rss_mb())
+                           peak_rss_mb=peak_rss_mb(), staleness=self._staleness_report())
+
+    def _staleness_report(self) -> dict:
+        """Policy and age (epochs) of the halo values the last training step used."""
+        policy = getattr(self.problem.graph, "staleness", None)
+        if policy is None:
+            return {"policy": "exact", "max_age": 0, "mean_age": 0.0}
+        return policy.report()
 
     def fit(self, epochs: int, on_epoch: Callable[[EpochRecord], None] | None = None,
             patience: int | None = None, monitor: str = "val_acc") -> list[EpochRecord]:
