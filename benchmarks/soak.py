@@ -43,7 +43,7 @@ def parse_args(argv=None):
     parser.add_argument("--epochs", type=int, default=2000)
     parser.add_argument("--window", type=int, default=100, help="epochs per first/last window")
     parser.add_argument("--checkpoint-every", type=int, default=100)
-    parser.add_argument("--num-nodes", type=int, default=2000)
+    parser.add_argument("--num-nodes", type=int, default=1000)
     parser.add_argument("--backend", default="mpi", choices=("mpi", "torch"))
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "soak.json"))
     return parser.parse_args(argv)
@@ -88,6 +88,9 @@ def soak(args) -> None:
             save_checkpoint(trainer, checkpoint_dir)
             checkpoints += 1
         rss.append(rss_mb())
+        if comm.rank == 0 and trainer.epoch % args.window == 0:
+            print(f"epoch {trainer.epoch}: loss {record.loss:.4f}, rss {rss[-1]:.1f} MiB, "
+                  f"{time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
     wall_s = time.perf_counter() - start
     if comm.rank == 0:
         assert read_checkpoint(checkpoint_dir)["epoch"] == args.epochs  # the last one is whole
