@@ -19,6 +19,7 @@ from ..comm import Communicator
 from .aggregate import aggregate
 from .halo import HaloPlan, exchange_halo
 from .sparse import SparseBlock
+from .staleness import StaleAggregate, StaleHaloExchange
 
 NORMALISATIONS = ("gcn", "mean", "sum")
 
@@ -39,6 +40,7 @@ class LocalGraph:
         self.halo_plan = HaloPlan.from_part_view(view, comm, self.device)
         self._blocks: dict = {}
         self._constant_cache: dict = {}  # kind -> (input tensor, its version, aggregate)
+        self.staleness = None  # a staleness.StalenessPolicy; None = exact (see staleness.py)
 
     @property
     def num_edges(self) -> int:
@@ -81,12 +83,17 @@ class LocalGraph:
         version, e.g. the raw features in evaluation or without input dropout) is computed
         once and reused, halo exchange included.
         """
+        policy = self._active_policy()
+        slot = policy.next_slot() if policy is not None else None  # counts cache hits too
         constant = not owned.requires_grad
         if constant:
             hit = self._constant_cache.get(kind)
             if hit is not None and hit[0] is owned and hit[1] == owned._version:
                 return hit[2]
         inner, boundary = self.blocks(kind)
+        if policy is not None:
+            # Not cached: a stale result must not be served to evaluation.
+            return StaleAggregate.apply(owned, inner, boundary, self.halo_plan, policy, slot)
         out = aggregate(owned, inner, boundary, self.halo_plan)
         if constant:
             self._constant_cache[kind] = (owned, owned._version, out)
@@ -94,7 +101,18 @@ class LocalGraph:
 
     def gather_with_halo(self, owned: torch.Tensor) -> torch.Tensor:
         """``[owned; halo]`` rows (differentiable), for layers that need source features."""
+        policy = self._active_policy()
+        if policy is not None:
+            halo = StaleHaloExchange.apply(owned, self.halo_plan, policy, policy.next_slot())
+            return torch.cat([owned, halo], dim=0)
         return exchange_halo(owned, self.halo_plan)
+
+    def _active_policy(self):
+        """The staleness policy inside a training step with peers, else None (exact)."""
+        policy = self.staleness
+        if policy is None or not policy.active or not self.halo_plan.exchanges_anything:
+            return None
+        return policy
 
     def local_edge_index(self) -> torch.Tensor:
         """(2, E) local edge index, row 0 = source column, row 1 = owned destination row."""
