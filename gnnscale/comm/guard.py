@@ -44,7 +44,8 @@ ENV_TIMEOUT = "GNNSCALE_COMM_TIMEOUT"
 ENV_CHECK = "GNNSCALE_COMM_CHECK"
 FAILURE_GRACE_S = 1.5  # how long a failing rank waits for peers to read its notice
 BOARD_POLL_S = 0.1
-SPIN_S = float(os.environ.get("GNNSCALE_SPIN_US", "200")) * 1e-6  # busy-poll, then sleep
+SPIN_S = float(os.environ.get("GNNSCALE_SPIN_US", "200")) * 1e-6  # busy-poll first
+YIELD_S = 2e-3  # then poll with sched_yield, then sleep
 MAX_SIGNED_COUNTS = 64  # alltoallv counts are compared in full up to this many ranks
 
 
@@ -153,18 +154,18 @@ class CallSignature:
         its signature in one collective.
         """
         length = signature_length(size)
-        vec = np.empty(exchange_length(size), dtype=np.int64)
-        row = self.shape[1:] if self.kind == "alltoallv" else self.shape
-        vec[:_HEADER] = (seq, _KIND_INDEX[self.kind], _OP_INDEX[self.op],
-                         _DTYPE_INDEX.get(self.dtype, len(_DTYPES)), math.prod(self.shape),
-                         self.root, math.prod(row),
-                         hash(tuple(int(s) for s in self.shape)) & ((1 << 62) - 1), self.path)
+        shape = self.shape
+        row = shape[1:] if self.kind == "alltoallv" else shape
+        header = [seq, _KIND_INDEX[self.kind], _OP_INDEX[self.op],
+                  _DTYPE_INDEX.get(self.dtype, len(_DTYPES)), math.prod(shape), self.root,
+                  math.prod(row), hash(shape) & 0x3FFFFFFFFFFFFFFF, self.path]
         if self.send_counts is not None and size <= MAX_SIGNED_COUNTS:
-            vec[_HEADER:_HEADER + size] = self.send_counts
-            vec[_HEADER + size:length] = self.recv_counts
+            header += self.send_counts
+            header += self.recv_counts
         else:
-            vec[_HEADER:length] = -1
-        vec[length:] = 0
+            header += [-1] * (length - _HEADER)
+        vec = np.zeros(exchange_length(size), dtype=np.int64)
+        vec[:length] = header
         if payload is not None:
             vec[length:].view(np.uint8)[:payload.size] = payload
         return vec
@@ -186,8 +187,11 @@ def find_mismatch(rows: np.ndarray, size: int, what: Callable[[], str] | str = "
     """Compare the gathered signatures ``rows`` (``[size, L]``); describe a mismatch or None."""
     rows = np.asarray(rows).reshape(size, -1)[:, :signature_length(size)]
     first = rows[0]
-    if first[1] != _KIND_INDEX["alltoallv"] and (rows == first).all():
-        return None  # the common case: identical signatures
+    if first[1] != _KIND_INDEX["alltoallv"]:  # the common case: identical signatures
+        packed = rows.tobytes()
+        step = len(packed) // size
+        if packed == packed[:step] * size:
+            return None
     kinds = rows[:, 1]
     fields = {"allreduce": (1, 2, 3, 4, 8), "reduce": (1, 2, 3, 4, 5), "broadcast": (1, 3, 4, 5),
               "allgather": (1, 3, 4, 7), "alltoallv": (1, 3, 6), "allgather_object": (1,),
@@ -372,24 +376,34 @@ class Guard:
 
     def wait(self, done: Callable[[], bool], what: Callable[[], str] | str,
              started: float | None = None, block: Callable[[float], bool] | None = None,
-             spin_s: float = SPIN_S) -> None:
+             spin_s: float = SPIN_S, yield_s: float = YIELD_S) -> None:
         """Poll ``done()`` until true; raise on deadline or on a peer's failure notice.
 
         ``block(seconds)``, if given, waits up to ``seconds`` for completion (an Event's wait,
-        which releases the GIL at once) instead of polling. Otherwise the first ``spin_s``
-        seconds spin (a rank that sleeps on a busy machine may not get its core back for
-        milliseconds; yielding with ``sleep(0)`` was measured 2-5x slower under load), then
-        sleep, backing off to 1 ms, so short collectives stay fast and long waits cost no CPU.
-        Another Python thread waits at most ``spin_s`` for the GIL, so a thread that shares
-        the process with backward (the ring thread) spins briefly.
+        which releases the GIL at once) instead of polling. Otherwise three phases:
+
+        1. spin for ``spin_s``: short collectives complete here, at full speed;
+        2. poll with ``sched_yield`` for ``yield_s``: on a machine with more runnable
+           processes than cores the peer we wait for may be waiting for our core; yielding
+           lets it run and brings us back as soon as it has (a sleeping thread on a loaded
+           machine was measured to wake ~1 ms late, often);
+        3. sleep, backing off to 1 ms, so long waits cost no CPU.
+
+        Another Python thread waits at most ``spin_s`` for the GIL, so a thread that shares the
+        process with backward (the communication thread) passes a short ``spin_s``.
         """
         if done():
             return
         start = time.monotonic() if started is None else started
         deadline = start + self.timeout
         if block is None:
-            spin_until = time.perf_counter() + spin_s
+            now = time.perf_counter()
+            spin_until, yield_until = now + spin_s, now + spin_s + yield_s
             while time.perf_counter() < spin_until:
+                if done():
+                    return
+            while time.perf_counter() < yield_until:
+                os.sched_yield()
                 if done():
                     return
         pause = 10e-6

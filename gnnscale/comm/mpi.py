@@ -43,10 +43,15 @@ from .worker import CommWorker
 
 RING_MIN_BYTES = 1 << 20  # below this MPI's own allreduce was faster (measured)
 RING_SPIN_S = 30e-6  # the communication thread shares the core with backward: spin little
+RING_YIELD_S = 5e-4
 ENV_RING_MIN_BYTES = "GNNSCALE_RING_MIN_BYTES"
 _RING_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64,
                 torch.int32)
 _FUSED_DTYPES = _RING_DTYPES + (torch.int16, torch.int8, torch.uint8)
+_NUMPY_NATIVE = {torch.float32: np.float32, torch.float64: np.float64, torch.int64: np.int64,
+                 torch.int32: np.int32, torch.int16: np.int16, torch.int8: np.int8,
+                 torch.uint8: np.uint8}
+_NUMPY_REDUCERS = {"sum": np.add, "max": np.maximum, "min": np.minimum}
 
 
 def _mpi():
@@ -74,8 +79,17 @@ def _reduce_rows(rows: np.ndarray, skip_words: int, tensor: torch.Tensor, nbytes
     Every rank reduces the same rows in the same order, so all get identical bits; 16-bit
     floats are summed in float32 and rounded once, like the MPI path.
     """
-    data = np.ascontiguousarray(rows[:, skip_words:].view(np.uint8)[:, :nbytes])
-    stack = torch.from_numpy(data).view(tensor.dtype).view(rows.shape[0], -1)
+    data = rows[:, skip_words:].view(np.uint8)[:, :nbytes]
+    if tensor.dtype in _NUMPY_NATIVE:  # numpy reduces straight from the gathered rows
+        values, out = data.view(_NUMPY_NATIVE[tensor.dtype]), tensor.numpy().reshape(-1)
+        reducer = _NUMPY_REDUCERS[op]
+        with np.errstate(all="ignore"):  # overflow gives inf silently, as in torch
+            if values.shape[0] == 2:
+                reducer(values[0], values[1], out=out)
+            else:
+                reducer.reduce(values, axis=0, out=out)
+        return tensor
+    stack = torch.from_numpy(np.ascontiguousarray(data)).view(tensor.dtype).view(rows.shape[0], -1)
     if tensor.dtype in (torch.float16, torch.bfloat16) and op == "sum":
         stack = stack.float()
     if op == "sum":
@@ -199,11 +213,12 @@ class MPICommunicator(Communicator):
 
         def wait(requests):
             self.guard.wait(lambda: MPI.Request.Testall(requests), what, started,
-                            spin_s=RING_SPIN_S)
+                            spin_s=RING_SPIN_S, yield_s=RING_YIELD_S)
 
         def barrier():
             request = self._ring_comm.Ibarrier()
-            self.guard.wait(request.Test, what, started, spin_s=RING_SPIN_S)
+            self.guard.wait(request.Test, what, started, spin_s=RING_SPIN_S,
+                            yield_s=RING_YIELD_S)
 
         def job_body():
             work.started_at = time.perf_counter()
