@@ -5,7 +5,9 @@ in-edges (max, softmax) are local once the halo rows are present: no extra commu
 
 The reductions use ``torch.Tensor.scatter_reduce_``/``index_add_`` exactly as PyG does on CPU
 (``torch_geometric.utils.scatter`` and ``softmax`` without ``torch_scatter``), so outputs and
-gradients (ties in a max share the gradient evenly) are the same as PyG's.
+gradients (ties in a max share the gradient evenly) are the same as PyG's. (``segment_reduce``
+over the CSR-ordered edges is faster, but in torch 2.13 its backward gives repeated edges' tied
+maxima each the full gradient, so it would differ from PyG.)
 """
 
 from __future__ import annotations

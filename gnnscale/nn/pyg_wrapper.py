@@ -12,6 +12,7 @@ import typing
 
 import torch
 from torch import nn
+from torch.nn.parameter import is_lazy
 
 from ..graph import LocalGraph
 from .edge_ops import cached
@@ -71,7 +72,8 @@ class DistributedConv(nn.Module):
     The layer must be one-hop and local: its output at a node may depend only on that node's
     row, its in-edges, their sources' rows and counts over those in-edges (degree normalisation
     by the *destination*, as mean aggregation or ``ClusterGCNConv``, is fine). Layers known to
-    need more (several hops, or source-side degrees as ``GCNConv``) are refused. Edge features
+    need more (several hops, or source-side degrees as ``GCNConv``) are refused, and so are
+    lazy layers (``in_channels=-1``: ranks would initialise them differently). Edge features
     are not carried (the local graph has none).
 
     Args:
@@ -93,6 +95,10 @@ class DistributedConv(nn.Module):
         if not callable(getattr(conv, "propagate", None)):
             raise TypeError(f"DistributedConv wraps a torch_geometric MessagePassing layer; got "
                             f"{type(conv).__name__}")
+        if any(is_lazy(p) for p in conv.parameters()):
+            raise ValueError(f"{type(conv).__name__} has lazy parameters (in_channels=-1): each "
+                             f"rank would initialise them differently on its first call; give "
+                             f"the input width explicitly")
         self.conv = conv
         self.bipartite = supports_pair_input(conv) if bipartite is None else bool(bipartite)
 

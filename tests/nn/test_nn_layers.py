@@ -27,7 +27,9 @@ def graph_and_data():
     src, dst = base.edge_index()
     keep = np.random.default_rng(3).random(src.shape[0]) > 0.3
     loops = np.arange(0, 120, 9)
-    edge_index = np.stack([np.concatenate([src[keep], loops]), np.concatenate([dst[keep], loops])])
+    repeats = np.arange(0, src.shape[0], 7)  # repeated edges: exact ties in a max
+    edge_index = np.stack([np.concatenate([src[keep], loops, src[repeats]]),
+                           np.concatenate([dst[keep], loops, dst[repeats]])])
     data = GraphData.from_edge_index(edge_index, base.num_nodes, base.x, base.y, base.train_mask,
                                      base.val_mask, base.test_mask)
     view = build_part_view(data, np.zeros(data.num_nodes, dtype=np.int64), 0, num_parts=1)
@@ -48,7 +50,13 @@ def test_sage_aggregators_equal_pyg(graph_and_data, aggr, order):
     ours = SAGELayer(10, 6, aggr=aggr, order=order)
     ref = pyg_nn.SAGEConv(10, 6, aggr=aggr)
     ref.load_state_dict(ours.state_dict())
-    assert close(ours(x, graph), ref(x, edge_index))
+    x = x.clone().requires_grad_(True)
+    out, expected = ours(x, graph), ref(x, edge_index)
+    assert close(out, expected)
+    weights = torch.randn(out.shape)
+    (grad,) = torch.autograd.grad((out * weights).sum(), x)
+    (ref_grad,) = torch.autograd.grad((expected * weights).sum(), x)
+    assert close(grad, ref_grad)
 
 
 def test_sage_rejects_unknown_aggregator():
@@ -157,6 +165,11 @@ def test_wrapper_runs_pair_and_single_input_layers(graph_and_data):
 def test_wrapper_refuses_layers_that_need_more_than_one_hop(conv):
     with pytest.raises(ValueError, match="cannot run distributed on one-hop halos"):
         DistributedConv(conv)
+
+
+def test_wrapper_refuses_lazy_layers():
+    with pytest.raises(ValueError, match="lazy parameters"):
+        DistributedConv(pyg_nn.GraphConv(-1, 4))
 
 
 def test_wrapper_refuses_a_plain_module():
