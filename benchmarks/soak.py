@@ -37,6 +37,22 @@ def rss_mb() -> float:
     return resident_pages * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+def window_peaks(rss: list, window: int) -> dict:
+    """Peak RSS of the first and the last ``window`` samples of one rank, and the growth."""
+    first, last = max(rss[:window]), max(rss[-window:])
+    return {"first_window_peak_rss_mb": first, "last_window_peak_rss_mb": last,
+            "growth_mb": last - first, "min_rss_mb": min(rss)}
+
+
+def write_report(args, report: dict) -> None:
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(json.dumps({"benchmark": "soak", "target_epochs": args.epochs,
+                               "window_epochs": args.window, **report}, indent=2) + "\n")
+    tmp.replace(out)
+
+
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ranks", type=int, default=4)
@@ -88,24 +104,30 @@ def soak(args) -> None:
             save_checkpoint(trainer, checkpoint_dir)
             checkpoints += 1
         rss.append(rss_mb())
-        if comm.rank == 0 and trainer.epoch % args.window == 0:
-            print(f"epoch {trainer.epoch}: loss {record.loss:.4f}, rss {rss[-1]:.1f} MiB, "
-                  f"{time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
+        if trainer.epoch % args.window == 0:
+            # collective: every rank's RSS so far; a run stopped early still leaves a report
+            everyone = comm.allgather_object(rss)
+            if comm.rank == 0:
+                print(f"epoch {trainer.epoch}: loss {record.loss:.4f}, rss per rank "
+                      f"{[round(r[-1], 1) for r in everyone]} MiB, "
+                      f"{time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
+                if trainer.epoch < args.epochs:
+                    write_report(args, {"complete": False, "epochs_done": trainer.epoch,
+                                        "wall_s": time.perf_counter() - start,
+                                        "per_rank": [window_peaks(r, args.window)
+                                                     for r in everyone]})
     wall_s = time.perf_counter() - start
     if comm.rank == 0:
         assert read_checkpoint(checkpoint_dir)["epoch"] == args.epochs  # the last one is whole
     w = args.window
-    mine = {"rank": comm.rank, "first_window_peak_rss_mb": max(rss[:w]),
-            "last_window_peak_rss_mb": max(rss[-w:]),
-            "growth_mb": max(rss[-w:]) - max(rss[:w]),
-            "min_rss_mb": min(rss), "ru_maxrss_mb": resource.getrusage(
-                resource.RUSAGE_SELF).ru_maxrss / 1024.0}
+    mine = {"rank": comm.rank, **window_peaks(rss, w), "ru_maxrss_mb": resource.getrusage(
+        resource.RUSAGE_SELF).ru_maxrss / 1024.0}
     everyone = comm.allgather_object(mine)
     if comm.rank == 0:
         import shutil
 
         shutil.rmtree(checkpoint_dir, ignore_errors=True)
-        report = {"benchmark": "soak", "ranks": comm.size, "backend": comm.backend,
+        report = {"complete": True, "ranks": comm.size, "backend": comm.backend,
                   "epochs": args.epochs, "window_epochs": w,
                   "checkpoint_every": args.checkpoint_every, "checkpoints_written": checkpoints,
                   "graph": f"sbm {data.num_nodes} nodes {data.num_edges} edges",
@@ -116,8 +138,7 @@ def soak(args) -> None:
                   "per_rank": everyone,
                   "host": {"cpus": os.cpu_count(), "load_avg_at_end": os.getloadavg(),
                            "python": platform.python_version(), "torch": torch.__version__}}
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
+        write_report(args, report)
         print(json.dumps({k: v for k, v in report.items() if k != "per_rank"}, indent=2))
         for row in everyone:
             print(row)
