@@ -70,7 +70,7 @@ def references(datasets_root):
 def test_distributed_training_equals_pyg_on_whole_graph(nprocs, references, datasets_root,
                                                         tmp_path):
     out = tmp_path / "results.npz"
-    result = run_python_mpi(nprocs, DRIVER, [str(datasets_root), str(out)], timeout=300)
+    result = run_python_mpi(nprocs, DRIVER, [str(datasets_root), str(out)], timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     saved = np.load(out)
     failures = []
