@@ -6,8 +6,8 @@ Each example is a whole "job" in this process: one thread per rank over
 For every example: every node is owned by exactly one rank; the halo plans agree on both sides
 (exchanging each owned row's global id through the real halo exchange delivers exactly the ids of
 the receiving rank's halo nodes, and the backward exchange returns every halo gradient to its
-owner); and three epochs of full-batch training give the losses and weights of one process
-on the whole graph (to 1e-5, the summation order differs).
+owner); and three epochs of full-batch training give the losses and gradients of one process
+on the whole graph (losses to 1e-5, the first step's summed gradients to 1e-4 relative).
 """
 
 import copy
@@ -59,14 +59,57 @@ def train(data, node_parts, comm, model, epochs=3):
     problem = LocalProblem.from_graph_data(data, node_parts, comm)
     model = copy.deepcopy(model)  # built once outside: threads share torch's global RNG
     trainer = Trainer(model, problem, comm, lr=0.05, seed=0)
+    first_grads, step = {}, trainer.optimizer.step
+
+    def capture_then_step(*args, **kwargs):  # the first step's summed gradients
+        if not first_grads:
+            first_grads.update({name: p.grad.clone() for name, p in model.named_parameters()
+                                if p.grad is not None})
+        return step(*args, **kwargs)
+
+    trainer.optimizer.step = capture_then_step
     losses = [trainer.run_epoch().loss for _ in range(epochs)]
-    return losses, {k: v.detach().clone() for k, v in model.state_dict().items()}, problem
+    return losses, first_grads, problem
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graphs())
 def test_distributed_equals_one_process_on_random_graphs(case):
-    data, node_parts, num_parts, model_name = case
+    check_case(*case)
+
+
+def named_case(edges, node_parts, num_parts, model="gcn", num_nodes=None):
+    node_parts = np.asarray(node_parts, dtype=np.int64)
+    n = num_nodes or node_parts.size
+    rng = np.random.default_rng(n)
+    edge_index = np.asarray(edges, dtype=np.int64).reshape(-1, 2).T
+    split = np.arange(n) % 3
+    data = GraphData.from_edge_index(edge_index, n, rng.normal(size=(n, 5)).astype(np.float32),
+                                     np.arange(n) % NUM_CLASSES, split == 0, split == 1,
+                                     split == 2, name="named", num_classes=NUM_CLASSES)
+    return data.validate(), node_parts, num_parts, model
+
+
+NAMED = {  # the awkward shapes, pinned so they run every time whatever hypothesis draws
+    "no edges at all": named_case([], [0, 1, 2, 0, 1, 2], 3),
+    "empty middle part": named_case([(0, 1), (1, 2), (2, 3)], [0, 0, 2, 2], 3, "sage"),
+    "more parts than nodes' components": named_case([(0, 1), (1, 0), (2, 3), (3, 2)],
+                                                    [0, 1, 2, 3], 5, "gat"),
+    "isolated nodes among a star": named_case([(0, 1), (0, 2), (0, 3)], [1, 0, 1, 0, 1, 0], 2,
+                                              "gin"),
+    "self loops and duplicates across parts": named_case(
+        [(0, 0), (0, 1), (0, 1), (1, 1), (1, 2), (1, 2), (2, 0)], [0, 1, 1], 2),
+    "one node per part, complete graph": named_case(
+        [(i, j) for i in range(5) for j in range(5)], [0, 1, 2, 3, 4], 5, "gat"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NAMED))
+def test_distributed_equals_one_process_on_awkward_graphs(name):
+    check_case(*NAMED[name])
+
+
+def check_case(data, node_parts, num_parts, model_name):
     torch.set_num_threads(1)
     torch.manual_seed(0)
     model = GNN(model_name, data.num_features, 8, NUM_CLASSES, num_layers=2, dropout=0.0)
@@ -105,5 +148,9 @@ def test_distributed_equals_one_process_on_random_graphs(case):
         assert np.array_equal(grad, copies)
     for losses, state, *_ in results:
         np.testing.assert_allclose(losses, ref_losses, rtol=1e-5, atol=1e-6)
+        # gradients, not weights after Adam: Adam divides by sqrt(v), so a gradient that is 0
+        # on one process and 1e-11 (roundoff) on several (GAT's last att_dst, which softmax
+        # ignores) moves that weight by a whole lr step one way and not the other
+        assert state.keys() == ref_state.keys()
         for key, value in ref_state.items():
-            torch.testing.assert_close(state[key], value, rtol=1e-4, atol=1e-5)
+            torch.testing.assert_close(state[key], value, rtol=1e-4, atol=1e-6)
