@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from torch.nn import functional as F
+from torch_geometric.nn import GCNConv, SAGEConv
 
 from gnnscale.data import generate_sbm, load_dataset
 from gnnscale.nn import GNN
@@ -38,3 +40,51 @@ def relative_error(actual: np.ndarray, expected: np.ndarray) -> float:
     """max |actual - expected| / max |expected|: error relative to the values' scale."""
     scale = max(float(np.abs(expected).max()), 1e-12)
     return float(np.abs(actual - expected).max()) / scale
+
+
+def pyg_reference(model_name: str, data, steps: int = STEPS) -> tuple[np.ndarray, np.ndarray]:
+    """Train PyG's own layers on the whole graph from gnnscale's initial weights for ``steps``
+    Adam steps; return (losses, logits after the last step)."""
+    ours = initial_model(model_name, data)
+    convs = []
+    for layer in ours.layers:
+        if model_name == "gcn":
+            conv = GCNConv(layer.in_dim, layer.out_dim)
+            conv.lin.weight.data.copy_(layer.lin.weight)
+            conv.bias.data.copy_(layer.bias)
+        else:
+            conv = SAGEConv(layer.in_dim, layer.out_dim)
+            conv.lin_l.weight.data.copy_(layer.lin_l.weight)
+            conv.lin_l.bias.data.copy_(layer.lin_l.bias)
+            conv.lin_r.weight.data.copy_(layer.lin_r.weight)
+        convs.append(conv)
+    pyg = data.to_pyg()
+
+    def forward():
+        return convs[1](F.relu(convs[0](pyg.x, pyg.edge_index)), pyg.edge_index)
+
+    optimizer = torch.optim.Adam(torch.nn.ModuleList(convs).parameters(), lr=LR,
+                                 weight_decay=WEIGHT_DECAY)
+    losses = []
+    for _ in range(steps):
+        optimizer.zero_grad()
+        loss = F.cross_entropy(forward()[pyg.train_mask], pyg.y[pyg.train_mask])
+        loss.backward()
+        optimizer.step()
+        losses.append(float(loss.detach()))
+    with torch.no_grad():
+        return np.asarray(losses), forward().numpy()
+
+
+def exactness_failures(saved, references: dict, cases, tolerance: float = 1e-5) -> list[str]:
+    """Compare saved ``{key}/losses`` and ``{key}/logits`` with ``references[(dataset, model)]``
+    for every ``(dataset, partitioner, model)`` case; one line per case outside ``tolerance``."""
+    failures = []
+    for dataset, partitioner, model in cases:
+        ref_losses, ref_logits = references[(dataset, model)]
+        key = case_key(dataset, partitioner, model)
+        loss_err = relative_error(saved[f"{key}/losses"], ref_losses)
+        logit_err = relative_error(saved[f"{key}/logits"], ref_logits)
+        if not (loss_err <= tolerance and logit_err <= tolerance):
+            failures.append(f"{key}: loss err {loss_err:.2e}, logit err {logit_err:.2e}")
+    return failures

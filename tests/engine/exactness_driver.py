@@ -14,7 +14,7 @@ from exactness_cases import (DATASETS, LR, MODELS, PARTITIONERS, SEED, STEPS, WE
                              case_key, initial_model, load_case_dataset)
 
 from gnnscale.comm import init  # noqa: E402
-from gnnscale.engine import LocalProblem, Trainer  # noqa: E402
+from gnnscale.engine import LocalProblem, Trainer, gather_predictions  # noqa: E402
 from partitioning import make_partitioner  # noqa: E402
 
 
@@ -33,13 +33,9 @@ def main() -> None:
                 trainer = Trainer(model, problem, comm, lr=LR, weight_decay=WEIGHT_DECAY,
                                   seed=SEED)
                 losses = [trainer.evaluate(trainer.train_step()[0])[0] for _ in range(STEPS)]
-                logits = trainer.predict().numpy()
-                pieces = comm.allgather_object((problem.graph.owned_nodes, logits))
-                full = np.zeros((data.num_nodes, logits.shape[1]), dtype=np.float32)
-                for owned, part_logits in pieces:
-                    full[owned] = part_logits
+                gathered = gather_predictions(trainer)  # (logits, classes) on rank 0
                 key = case_key(dataset, partitioner, model_name)
-                results[f"{key}/logits"] = full
+                results[f"{key}/logits"] = gathered[0] if gathered else None
                 results[f"{key}/losses"] = np.asarray(losses)
     if comm.rank == 0:
         np.savez(out_path, **results)

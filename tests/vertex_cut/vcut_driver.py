@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
 from exactness_cases import LR, SEED, WEIGHT_DECAY, initial_model, load_case_dataset  # noqa: E402
 
 from gnnscale.comm import init  # noqa: E402
-from gnnscale.engine import Trainer  # noqa: E402
+from gnnscale.engine import Trainer, gather_predictions  # noqa: E402
 from gnnscale.engine.vertex_cut_problem import vertex_cut_problem  # noqa: E402
 from gnnscale.graph.staleness import make_policy  # noqa: E402
 from partitioning import make_partitioner  # noqa: E402
@@ -34,16 +34,12 @@ def run_case(problem, data, model_name, comm, staleness=None):
         problem.graph.halo_plan.stats.reset()
         losses.append(trainer.train_step()[0])
         sent.append(problem.graph.halo_plan.stats.reset().halo_bytes_sent)
-    logits = trainer.predict().numpy()
+    gathered = gather_predictions(trainer)  # (logits, classes) on rank 0, None elsewhere
     if problem.graph.staleness is not None:
         problem.graph.staleness.close()
     losses = comm.allreduce(torch.tensor(losses, dtype=torch.float64)).numpy()
     sent = comm.allreduce(torch.tensor(sent, dtype=torch.float64)).numpy()
-    pieces = comm.allgather_object((problem.graph.owned_nodes, logits))
-    full = np.zeros((data.num_nodes, logits.shape[1]), dtype=np.float32)
-    for owned, part_logits in pieces:
-        full[owned] = part_logits
-    return losses, full, sent
+    return losses, gathered[0] if gathered else None, sent
 
 
 def main() -> None:
