@@ -71,6 +71,7 @@ def add_parser(subparsers) -> None:
                        help="normalisation after hidden layers (statistics over the whole graph)")
     model.add_argument("--activation", default="relu", choices=("relu", "elu", "gelu"),
                        help="activation after hidden layers")
+    model.add_argument("--train-eps", action="store_true", help="learn GIN's epsilon")
     optim = p.add_argument_group("optimisation")
     optim.add_argument("--lr", type=_non_negative_float, default=0.01, help="Adam learning rate")
     optim.add_argument("--weight-decay", type=_non_negative_float, default=5e-4,
@@ -167,7 +168,8 @@ def run(args) -> int:
     model = GNN(args.model, problem.num_features, args.hidden, problem.num_classes,
                 num_layers=args.layers, dropout=args.dropout, heads=args.heads,
                 out_heads=args.out_heads, attn_dropout=args.attn_dropout,
-                residual=args.residual, norm=args.norm, activation=args.activation).to(device)
+                residual=args.residual, norm=args.norm, activation=args.activation,
+                train_eps=args.train_eps).to(device)
     problem.graph.halo_plan.overlap = not args.no_overlap
     problem.graph.halo_plan.message_dtype = getattr(torch, args.halo_dtype)
     problem.graph.staleness = make_policy(args.staleness)
