@@ -23,8 +23,13 @@ def user_error_types() -> tuple:
 class OneLineParser(argparse.ArgumentParser):
     """An argparse parser whose errors are one line (``gnnscale train: error: ...``), exit 2.
 
-    Under a launcher only rank 0 prints; every rank exits with code 2.
+    Under a launcher only rank 0 prints; every rank exits with code 2. Option prefixes are not
+    expanded (``--epoch`` is an error, not ``--epochs``), so a typo never changes a run silently.
     """
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):
         if env_rank() == 0:

@@ -52,6 +52,7 @@ BAD_ARGS = [
     (["--epochs", "-3"], ["--epochs", "-3"]),
     (["--dataset", "/no/such/dataset"], ["/no/such/dataset"]),
     (["--dataset", "nosuchname"], ["nosuchname"]),
+    (["--epoch", "3"], ["--epoch"]),  # prefixes are not expanded: a typo is an error
 ]
 
 
