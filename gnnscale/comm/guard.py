@@ -44,8 +44,8 @@ ENV_TIMEOUT = "GNNSCALE_COMM_TIMEOUT"
 ENV_CHECK = "GNNSCALE_COMM_CHECK"
 FAILURE_GRACE_S = 1.5  # how long a failing rank waits for peers to read its notice
 BOARD_POLL_S = 0.1
-SPIN_S = float(os.environ.get("GNNSCALE_SPIN_US", "200")) * 1e-6  # busy-poll first
-YIELD_S = 2e-3  # then poll with sched_yield, then sleep
+SPIN_S = float(os.environ.get("GNNSCALE_SPIN_US", "100")) * 1e-6  # busy-poll first
+YIELD_S = 1e-3  # then poll with sched_yield, then sleep
 MAX_SIGNED_COUNTS = 64  # alltoallv counts are compared in full up to this many ranks
 
 

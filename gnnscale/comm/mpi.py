@@ -43,7 +43,7 @@ from .worker import CommWorker
 
 RING_MIN_BYTES = 1 << 20  # below this MPI's own allreduce was faster (measured)
 RING_SPIN_S = 30e-6  # the communication thread shares the core with backward: spin little
-RING_YIELD_S = 5e-4
+RING_YIELD_S = 2e-4
 ENV_RING_MIN_BYTES = "GNNSCALE_RING_MIN_BYTES"
 _RING_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64,
                 torch.int32)

@@ -10,7 +10,8 @@ How:
 - Parameters are packed into flat buckets in *reverse registration order* (roughly the order
   backward produces their gradients), one dtype and device per bucket, each about
   ``bucket_mb`` (default: from a latency/bandwidth fit of the communicator, see
-  :mod:`.bucket_size`).
+  :mod:`.bucket_size`, capped at a quarter of the model's gradients so that several buckets
+  overlap with backward).
 - A ``register_post_accumulate_grad_hook`` per parameter copies the finished gradient into its
   bucket. When a bucket is complete its allreduce is *posted* (asynchronously) and backward goes
   on. Buckets are always posted in index order, so every rank issues the same sequence of
@@ -41,7 +42,7 @@ from torch import nn
 from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
 
 from ..comm import Communicator
-from .bucket_size import default_bucket_bytes
+from .bucket_size import MIN_BUCKET_BYTES, default_bucket_bytes
 from .compression import compress, decompress, wire_dtype
 
 
@@ -78,7 +79,8 @@ class DataParallel(nn.Module):
     Args:
         module: the model replica (same architecture on every rank).
         comm: communicator (default: ``gnnscale.comm.init()``).
-        bucket_mb: bucket size in MiB; None = from the communicator's latency/bandwidth fit.
+        bucket_mb: bucket size in MiB; None = from the communicator's latency/bandwidth fit
+            (at most a quarter of the gradients).
         compression: None/"none", "fp16" or "bf16" (see :mod:`.compression`).
         average: mean of the ranks' gradients (default) or their sum.
         broadcast_buffers: copy rank 0's buffers (batch-norm statistics) to all ranks at each
@@ -109,7 +111,11 @@ class DataParallel(nn.Module):
                 raise ValueError(f"bucket_mb must be positive, got {bucket_mb}")
             self.bucket_bytes = int(bucket_mb * 2**20)
         else:
-            self.bucket_bytes = default_bucket_bytes(comm)
+            # the fit's size, but at most a quarter of the gradients: with a single bucket
+            # nothing would overlap with backward
+            total = sum(p.numel() * p.element_size() for p in self._params)
+            self.bucket_bytes = min(default_bucket_bytes(comm),
+                                    max(MIN_BUCKET_BYTES, total // 4))
         if sync_parameters and comm.size > 1:
             self._broadcast(list(self._params) + self._buffers_to_sync())
         self._buckets, self._where = self._build_buckets()
