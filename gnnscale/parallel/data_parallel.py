@@ -232,12 +232,16 @@ class DataParallel(nn.Module):
         """Put parameter ``index``'s gradient (or zeros) in ``bucket``; note its presence."""
         param, view = self._params[index], self._views[index]
         grad = param.grad
+        scale = 1.0 / self.comm.size if self.average else 1.0
         if grad is None:
             view.zero_()
         elif grad.data_ptr() != view.data_ptr():
             if grad.is_sparse:
                 raise ValueError("DataParallel does not handle sparse gradients")
-            view.copy_(grad)
+            # averaging folded into the copy: no extra pass over the bucket afterwards
+            torch.mul(grad, scale, out=view) if scale != 1.0 else view.copy_(grad)
+        elif scale != 1.0:
+            view.mul_(scale)  # accumulated in place (no_sync): scale where it lies
         self._present[index] = grad is not None
 
     def _launch_ready(self) -> None:
@@ -248,8 +252,10 @@ class DataParallel(nn.Module):
                 [float(self._present[i]) for i in bucket.params], dtype=bucket.buffer.dtype))
             payload = bucket.buffer
             if bucket.wire is not None:
-                payload = compress(bucket.buffer, self.comm.size, bucket.wire.dtype,
-                                   out=bucket.wire)
+                # divided by the number of ranks before the cast (overflow), unless the fill
+                # did so already (averaging)
+                payload = compress(bucket.buffer, 1 if self.average else self.comm.size,
+                                   bucket.wire.dtype, out=bucket.wire)
             bucket.launched_at = time.perf_counter()
             bucket.work = self.comm.allreduce_async(payload)
             self._next += 1
@@ -271,8 +277,6 @@ class DataParallel(nn.Module):
             for bucket in self._buckets:
                 if bucket.wire is not None:
                     decompress(bucket.wire, bucket.buffer, size, self.average)
-                elif self.average:
-                    bucket.buffer.mul_(1.0 / size)
                 present = bucket.buffer[bucket.numel:].tolist()
                 for slot, index in enumerate(bucket.params):
                     param = self._params[index]
