@@ -25,6 +25,7 @@ import datetime
 import os
 import pickle
 import socket
+import threading
 import time
 from typing import Any, Sequence
 
@@ -85,7 +86,7 @@ class _MPISignatures:
     def post(self, vec: np.ndarray, size: int):
         rows = np.empty((size, vec.size), dtype=np.int64)
         request = self.comm.Iallgather(vec, rows)
-        return request.Test, rows, lambda: (vec, request)
+        return request.Test, rows, lambda: (vec, request), None
 
     def split(self, color: int, key: int) -> "_MPISignatures":
         return _MPISignatures(self.comm.Split(color, key))
@@ -101,7 +102,8 @@ class _GlooSignatures:
         out = torch.empty(size * vec.size, dtype=torch.int64)
         work = dist.all_gather_into_tensor(out, torch.from_numpy(vec), group=self.group,
                                            async_op=True)
-        return work.is_completed, out.view(size, vec.size).numpy(), work.wait
+        return work.is_completed, out.view(size, vec.size).numpy(), work.wait, \
+            _completion_event(work)
 
 
 class TorchCommunicator(Communicator):
@@ -197,8 +199,9 @@ class TorchCommunicator(Communicator):
         seq = self._seq
         what = lambda: f"{sig.describe()} (call #{seq} on {self.name})"  # noqa: E731
         if self._signatures is not None:
-            test, rows, finish = self._signatures.post(sig.encode(seq, self._size), self._size)
-            self.guard.wait(test, what, started)
+            test, rows, finish, block = self._signatures.post(sig.encode(seq, self._size),
+                                                              self._size)
+            self.guard.wait(test, what, started, block=block)
             try:
                 finish()
             except Exception as exc:  # gloo reports a dead peer as a connection error
@@ -207,8 +210,10 @@ class TorchCommunicator(Communicator):
         return what, started
 
     def _work(self, work, what, started, finish=None) -> Work:
+        block = _completion_event(work)
+
         def complete():
-            self.guard.wait(work.is_completed, what, started)
+            self.guard.wait(work.is_completed, what, started, block=block)
             try:
                 work.wait()
             except Exception as exc:  # gloo reports a dead peer as a connection error
@@ -339,6 +344,19 @@ class TorchCommunicator(Communicator):
 
             MPI.COMM_WORLD.Abort(exit_code)
         os._exit(exit_code)
+
+
+def _completion_event(work):
+    """``Event.wait`` that returns when ``work`` completes (set by its future's callback), so a
+    waiter blocks with the GIL released instead of polling (polling gloo was measured to add
+    ~2 ms per call); None if the work has no future."""
+    try:
+        future = work.get_future()
+    except (RuntimeError, AttributeError):
+        return None
+    event = threading.Event()
+    future.add_done_callback(lambda _future: event.set())
+    return event.wait
 
 
 def _destroy() -> None:
