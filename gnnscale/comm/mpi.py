@@ -201,11 +201,17 @@ class MPICommunicator(Communicator):
 
         return Work(complete, test_fn=request.Test)  # testing also drives MPI's progress
 
-    def _threaded(self, sig: CallSignature, started: float, body, result) -> Work:
-        """Run ``body(barrier, wait)`` on the communication thread after the signature check.
+    def _threaded(self, sig: CallSignature, started: float, body, result,
+                  inline: bool = False) -> Work:
+        """Run ``body(barrier, wait, checked)`` on the communication thread after the
+        signature check.
 
         ``barrier()`` synchronises the ranks; ``wait(requests)`` completes mpi4py requests;
-        both on the thread's own communicator and under the guard's deadline.
+        both on the thread's own communicator and under the guard's deadline. ``checked`` is
+        True when a signature exchange took place, which every rank posted after writing its
+        data: that exchange has synchronised the ranks already. ``inline``: a blocking call
+        runs the body in the caller's thread when the communication thread is idle (the same
+        order, two thread switches fewer).
         """
         pending = self._post_signature(sig)
         what = self._label(sig)
@@ -223,7 +229,7 @@ class MPICommunicator(Communicator):
         def job_body():
             work.started_at = time.perf_counter()
             self._finish_signature(pending, what, started)
-            body(barrier, wait)
+            body(barrier, wait, pending is not None)
             work.finished_at = time.perf_counter()
             return result
 
@@ -231,6 +237,10 @@ class MPICommunicator(Communicator):
             self.guard.wait(job.done.is_set, what, started, block=job.done.wait)
             return job.outcome()
 
+        if inline and self._get_worker().idle():
+            work = Work(result=result)
+            job_body()
+            return work
         work = Work(finish)  # exists before the thread can touch it
         job = self._get_worker().submit(job_body)
         work._test_fn = job.done.is_set
@@ -278,7 +288,13 @@ class MPICommunicator(Communicator):
         return self._worker
 
     # -- collectives ----------------------------------------------------------------------
+    def allreduce(self, tensor: torch.Tensor, op: str = "sum") -> torch.Tensor:
+        return self._allreduce(tensor, op, inline=True).wait()
+
     def allreduce_async(self, tensor: torch.Tensor, op: str = "sum") -> Work:
+        return self._allreduce(tensor, op, inline=False)
+
+    def _allreduce(self, tensor: torch.Tensor, op: str, inline: bool) -> Work:
         check_op(op)
         buffer = _as_numpy(tensor)  # validates device and layout
         if self._size == 1:
@@ -298,11 +314,11 @@ class MPICommunicator(Communicator):
         if shared is not None and shared[1][self._rank].numel() == tensor.numel() and \
                 shared[1][self._rank].dtype == tensor.dtype:
             sig = CallSignature("allreduce", op, tensor.dtype, tuple(tensor.shape), path=1)
-            return self._threaded(sig, started, lambda barrier, _wait: shm_allreduce(
-                shared[1], self._rank, op, barrier), tensor)
+            return self._threaded(sig, started, lambda barrier, _wait, checked: shm_allreduce(
+                shared[1], self._rank, op, barrier, ready=checked), tensor, inline)
         if self._use_ring(tensor):
-            return self._threaded(sig, started, lambda _barrier, wait: ring_allreduce(
-                self._ring_comm, tensor.view(-1), op, wait), tensor)
+            return self._threaded(sig, started, lambda _barrier, wait, _checked: ring_allreduce(
+                self._ring_comm, tensor.view(-1), op, wait), tensor, inline)
         what, started = self._begin(sig)
         if tensor.dtype in (torch.bfloat16, torch.float16):
             wide = tensor.float()

@@ -37,14 +37,23 @@ class CommWorker:
 
     def __init__(self, name: str = "gnnscale-comm"):
         self._queue: "queue.SimpleQueue[Job | None]" = queue.SimpleQueue()
+        self._outstanding = 0  # submitted and not finished
+        self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
     def submit(self, func: Callable[[], Any]) -> Job:
         """Queue ``func``; returns its :class:`Job` immediately."""
         job = Job(func)
+        with self._lock:
+            self._outstanding += 1
         self._queue.put(job)
         return job
+
+    def idle(self) -> bool:
+        """True when every submitted job has finished: the submitter may then run the next
+        one itself, in its own thread, without breaking the order (it is the only submitter)."""
+        return self._outstanding == 0
 
     def _run(self) -> None:
         while True:
@@ -57,6 +66,8 @@ class CommWorker:
                 job.error = exc
             finally:
                 job.func = None
+                with self._lock:
+                    self._outstanding -= 1
                 job.done.set()
 
     def close(self) -> None:

@@ -41,7 +41,7 @@ import torch
 from torch import nn
 from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
 
-from ..comm import Communicator
+from ..comm import Communicator, Work
 from .bucket_size import MIN_BUCKET_BYTES, default_bucket_bytes
 from .compression import compress, decompress, wire_dtype
 
@@ -244,34 +244,44 @@ class DataParallel(nn.Module):
             view.mul_(scale)  # accumulated in place (no_sync): scale where it lies
         self._present[index] = grad is not None
 
+    def _payload(self, bucket: _Bucket) -> torch.Tensor:
+        """Write the presence flags, compress if asked; the tensor to allreduce."""
+        bucket.buffer[bucket.numel:].copy_(torch.tensor(
+            [float(self._present[i]) for i in bucket.params], dtype=bucket.buffer.dtype))
+        bucket.launched_at = time.perf_counter()
+        if bucket.wire is None:
+            return bucket.buffer
+        # divided by the number of ranks before the cast (overflow), unless the fill did so
+        # already (averaging)
+        return compress(bucket.buffer, 1 if self.average else self.comm.size,
+                        bucket.wire.dtype, out=bucket.wire)
+
     def _launch_ready(self) -> None:
         """Post every complete bucket, in index order (the same order on every rank)."""
         while self._next < len(self._buckets) and self._buckets[self._next].pending == 0:
             bucket = self._buckets[self._next]
-            bucket.buffer[bucket.numel:].copy_(torch.tensor(
-                [float(self._present[i]) for i in bucket.params], dtype=bucket.buffer.dtype))
-            payload = bucket.buffer
-            if bucket.wire is not None:
-                # divided by the number of ranks before the cast (overflow), unless the fill
-                # did so already (averaging)
-                payload = compress(bucket.buffer, 1 if self.average else self.comm.size,
-                                   bucket.wire.dtype, out=bucket.wire)
-            bucket.launched_at = time.perf_counter()
-            bucket.work = self.comm.allreduce_async(payload)
+            bucket.work = self.comm.allreduce_async(self._payload(bucket))
             self._next += 1
 
     def _finalize(self) -> None:
         """End of backward: post what is left, wait, and point ``.grad`` at the results."""
         backward_end = time.perf_counter()
         try:
+            for bucket in self._buckets[:self._next]:
+                bucket.work.wait()
+            # what is left runs now, blocking: nothing remains to overlap with, and a blocking
+            # call may skip the hand-over to the communication thread
             for bucket in self._buckets[self._next:]:
                 for index in bucket.params:
                     if not self._fired[index]:
                         self._fill(bucket, index)
                 bucket.pending = 0
-            self._launch_ready()
-            for bucket in self._buckets:
-                bucket.work.wait()
+                payload = self._payload(bucket)
+                self.comm.allreduce(payload)
+                bucket.work = Work(result=payload)
+                bucket.work.started_at = bucket.launched_at
+                bucket.work.finished_at = time.perf_counter()
+            self._next = len(self._buckets)
             waited = time.perf_counter()
             size = self.comm.size
             for bucket in self._buckets:
