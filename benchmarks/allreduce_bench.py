@@ -6,7 +6,10 @@ Run on 2 ranks (the issue's setting)::
 
 Variants, all in the same processes and interleaved size by size and repetition by repetition:
 
-- ``gnnscale-mpi``: ``init("mpi").allreduce`` (checked mode on, its default);
+- ``gnnscale-mpi``: ``init("mpi").allreduce`` (checked mode on, its default) on an ordinary
+  tensor: data ride with the signature up to 2 KiB, MPI's allreduce up to 1 MiB, the ring above;
+- ``gnnscale-mpi-shm``: the same on a tensor from ``alloc_buffer`` (shared memory), the path
+  DataParallel's gradient buckets take;
 - ``gnnscale-mpi-unchecked``: the same with ``check=False`` (the price of checked mode);
 - ``gnnscale-torch``: ``init("torch").allreduce`` (gloo on CPU, checked over MPI);
 - ``torch-gloo``: plain ``torch.distributed.all_reduce`` on the same gloo group (the peer);
@@ -42,8 +45,8 @@ SIZES = [1 << 10, 1 << 12, 1 << 14, 1 << 16, 1 << 18, 1 << 20, 1 << 22, 1 << 24,
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--variants", default="gnnscale-mpi,gnnscale-mpi-unchecked,"
-                        "gnnscale-torch,torch-gloo,mpi4py")
+    parser.add_argument("--variants", default="gnnscale-mpi,gnnscale-mpi-shm,"
+                        "gnnscale-mpi-unchecked,gnnscale-torch,torch-gloo,mpi4py")
     parser.add_argument("--max-bytes", type=int, default=SIZES[-1])
     parser.add_argument("--reps", type=int, default=9, help="samples per size and variant")
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
@@ -53,7 +56,8 @@ def parse_args(argv=None):
 
 
 def make_callers(variants, device):
-    callers, mpi_world = {}, None
+    """``{variant: allreduce(tensor)}``, and the variants that need their own buffer."""
+    callers, mpi_world, own_buffer = {}, None, {}
     need_mpi = any(v.startswith("gnnscale-mpi") or v == "mpi4py" for v in variants)
     if need_mpi and device == "cpu":
         from mpi4py import MPI
@@ -61,9 +65,11 @@ def make_callers(variants, device):
         mpi_world = MPI.COMM_WORLD
     torch_comm = init("torch", device=device)
     for variant in variants:
-        if variant == "gnnscale-mpi" and mpi_world is not None:
+        if variant in ("gnnscale-mpi", "gnnscale-mpi-shm") and mpi_world is not None:
             comm = init("mpi")
             callers[variant] = comm.allreduce
+            if variant.endswith("shm"):
+                own_buffer[variant] = comm
         elif variant == "gnnscale-mpi-unchecked" and mpi_world is not None:
             comm = init("mpi", check=False)
             callers[variant] = comm.allreduce
@@ -75,24 +81,27 @@ def make_callers(variants, device):
             from mpi4py import MPI
 
             callers[variant] = lambda t: mpi_world.Allreduce(MPI.IN_PLACE, t.numpy())
-    return callers, torch_comm
+    return callers, torch_comm, own_buffer
 
 
 def main(argv=None) -> None:
     args = parse_args(argv)
     torch.set_num_threads(1)
     variants = args.variants.split(",")
-    callers, torch_comm = make_callers(variants, args.device)
+    callers, torch_comm, own_buffer = make_callers(variants, args.device)
     variants = [v for v in variants if v in callers]
     rank, size = torch_comm.rank, torch_comm.size
     sizes = [s for s in SIZES if s <= args.max_bytes]
     results = {}
     for nbytes in sizes:
         buffer = torch.ones(nbytes // 4, device=args.device)
+        buffers = {v: buffer for v in variants}
+        for variant, comm in own_buffer.items():
+            buffers[variant] = comm.alloc_buffer(nbytes // 4)
         inner = int(max(1, min(200, (4 << 20) // nbytes)))
         samples = {v: [] for v in variants}
         for variant in variants:  # warm-up
-            callers[variant](buffer)
+            callers[variant](buffers[variant])
         for rep in range(args.reps):
             order = variants[rep % len(variants):] + variants[:rep % len(variants)]
             for variant in order:
@@ -101,7 +110,7 @@ def main(argv=None) -> None:
                     torch.cuda.synchronize()
                 start = time.perf_counter()
                 for _ in range(inner):
-                    callers[variant](buffer)
+                    callers[variant](buffers[variant])
                 if args.device == "cuda":
                     torch.cuda.synchronize()
                 samples[variant].append((time.perf_counter() - start) / inner)
@@ -116,6 +125,8 @@ def main(argv=None) -> None:
             for variant in variants:
                 entry[variant]["speedup_vs_torch_gloo"] = base / entry[variant]["latency_us"]
         results[str(nbytes)] = entry
+        for variant, comm in own_buffer.items():
+            comm.free_buffer(buffers[variant])
         if rank == 0:
             cells = "  ".join(f"{v}={entry[v]['latency_us']:.1f}us" for v in variants)
             print(f"{nbytes:>9} B  {cells}", flush=True)
