@@ -33,6 +33,15 @@ from partitioning import make_partitioner
 POLICIES = ("exact", "pipelined", "pipelined:0.9", "delayed:2", "delayed:4", "local")
 
 
+def load(name: str, root: str):
+    """A dataset by name, or ``rmat-<scale>``: issue 6's seeded R-MAT workload (128 random
+    features, 16 classes)."""
+    if name.startswith("rmat-"):
+        return load_dataset("rmat", scale=int(name[5:]), num_features=128, num_classes=16,
+                            seed=0)
+    return load_dataset(name, root=root)
+
+
 def build(data, partitioner, comm, seed):
     part = make_partitioner(partitioner, num_parts=comm.size, seed=seed).fit(data)
     if part.kind == "vertex_cut":
@@ -40,7 +49,7 @@ def build(data, partitioner, comm, seed):
     return LocalProblem.from_graph_data(data, part.node_parts, comm)
 
 
-def run(problem, data, comm, spec, epochs, metric, seed, slow):
+def run(problem, data, comm, spec, epochs, metric, seed, slow, hidden):
     graph = problem.graph
     plan = graph.halo_plan
     real_comm = plan.comm
@@ -48,7 +57,7 @@ def run(problem, data, comm, spec, epochs, metric, seed, slow):
         plan.comm = SlowNetwork(real_comm, latency_s=slow[0], bandwidth_bps=slow[1])
     graph.staleness = make_policy(spec)
     torch.manual_seed(seed)
-    model = GNN("gcn", data.num_features, 64, data.num_classes, dropout=0.5)
+    model = GNN("gcn", data.num_features, hidden, data.num_classes, dropout=0.5)
     trainer = Trainer(model, problem, comm, lr=0.01, seed=seed, metrics=("acc", metric))
     comm.barrier()
     start = time.perf_counter()
@@ -79,6 +88,7 @@ def main():
     parser.add_argument("--partitioners", nargs="+", default=["metis", "libra"])
     parser.add_argument("--policies", nargs="+", default=list(POLICIES))
     parser.add_argument("--epochs", type=int, default=200)
+    parser.add_argument("--hidden", type=int, default=64, help="GCN hidden width")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--slow", nargs=2, type=float, default=None,
                         metavar=("LATENCY_S", "BANDWIDTH_BYTES_PER_S"),
@@ -89,7 +99,7 @@ def main():
     comm = init()
     results = []
     for dataset in args.datasets:
-        data = load_dataset(dataset, root=args.data_root)
+        data = load(dataset, args.data_root)
         metric = "auc" if data.num_classes == 2 else "acc"
         for partitioner in args.partitioners:
             problem = build(data, partitioner, comm, args.seed)
@@ -99,7 +109,8 @@ def main():
             for slow in ([None, args.slow] if args.slow else [None]):
                 exact_best = None
                 for spec in args.policies:
-                    row = run(problem, data, comm, spec, args.epochs, metric, args.seed, slow)
+                    row = run(problem, data, comm, spec, args.epochs, metric, args.seed, slow,
+                              args.hidden)
                     if spec == "exact":
                         exact_best = row["best_val"]
                     reach = [i + 1 for i, v in enumerate(row.pop("val_curve"))
@@ -118,7 +129,8 @@ def main():
                             "halo_bytes_per_epoch", "replication")}), flush=True)
     if comm.rank == 0:
         with open(args.out, "w") as fh:
-            json.dump({"epochs": args.epochs, "model": "gcn hidden 64, dropout 0.5, lr 0.01",
+            json.dump({"epochs": args.epochs,
+                       "model": f"gcn hidden {args.hidden}, dropout 0.5, lr 0.01",
                        "results": results}, fh, indent=1)
 
 

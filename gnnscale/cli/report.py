@@ -5,7 +5,8 @@ from __future__ import annotations
 from ..engine.metrics import TIME_PARTS
 
 _LABELS = {"forward_s": "forward (incl. halo)", "backward_s": "backward (incl. halo)",
-           "halo_wait_s": "  of which halo wait", "grad_allreduce_s": "gradient allreduce",
+           "halo_wait_s": "  of which halo wait",
+           "grad_allreduce_s": "  of which grad. sync",
            "optimizer_s": "optimiser step", "eval_s": "evaluation"}
 
 
@@ -61,7 +62,8 @@ def format_profile_table(per_rank: list[dict]) -> str:
     rows = [("compute (ms)", "compute_s", 1e3), ("halo exchange, whole (ms)", "halo_comm_s", 1e3),
             ("halo exchange, exposed (ms)", "halo_exposed_s", 1e3),
             ("overlap fraction", "overlap_fraction", 1.0),
-            ("gradient allreduce (ms)", "grad_allreduce_s", 1e3),
+            ("grad. allreduce, whole (ms)", "grad_comm_s", 1e3),
+            ("grad. allreduce, exposed (ms)", "grad_allreduce_s", 1e3),
             ("halo bytes / epoch (MiB)", "halo_bytes_per_epoch", 1 / 2**20),
             ("peak memory (MiB)", "peak_rss_mb", 1.0)]
     out = ["", "profile (per rank; whole = exchanges waited for at once, exposed = the wait "

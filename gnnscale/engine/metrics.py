@@ -10,7 +10,8 @@ from ..comm import Communicator
 
 TIME_PARTS = ("forward_s", "backward_s", "halo_wait_s", "grad_allreduce_s", "optimizer_s",
               "eval_s")
-# compute_s = forward + backward - halo wait: the part of the training step spent computing
+# backward_s includes the exposed part of the overlapped gradient allreduce (grad_allreduce_s);
+# compute_s = forward + backward - halo wait - grad_allreduce_s: the step's computing time
 
 
 @dataclass

@@ -7,6 +7,7 @@ the same step as one process on the whole graph would.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import resource
 import time
@@ -18,15 +19,23 @@ from torch.nn import functional as F
 
 from ..comm import Communicator
 from ..nn import dropout as dropout_rng
-from ..parallel import allreduce_gradients
+from ..parallel import DataParallel
 from .evaluation import evaluate_global
 from .local_problem import LocalProblem
+from .memory import retain_freed_memory
 from .metrics import EpochRecord
 
 
 def peak_rss_mb() -> float:
     """This process's peak resident memory so far, in MiB (Linux reports KiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _bucket_mb(model: torch.nn.Module) -> float:
+    """Gradient bucket size: a quarter of the gradients (so buckets overlap backward), between
+    64 KiB and 4 MiB."""
+    total = sum(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad)
+    return min(4 * 2**20, max(64 * 2**10, total // 4)) / 2**20
 
 
 def rank_seed(seed: int, rank: int) -> int:
@@ -45,17 +54,33 @@ class Trainer:
         weight_decay: Adam weight decay (default 5e-4).
         seed: seeds rank-local randomness (dropout) as ``rank_seed(seed, rank)``.
         metrics: metrics to compute per split, from ``("acc", "f1", "auc")`` (default acc).
+        compute_dtype: ``torch.bfloat16`` runs the forward pass under autocast (GEMMs in
+            bf16, accumulation and the loss in float32; parameters, optimiser state and
+            sparse aggregation stay float32); None (default) or ``torch.float32``: float32.
     """
 
     def __init__(self, model: torch.nn.Module, problem: LocalProblem, comm: Communicator,
                  lr: float = 0.01, weight_decay: float = 5e-4, seed: int = 0,
-                 metrics=("acc",)):
+                 metrics=("acc",), compute_dtype: torch.dtype | None = None):
+        if compute_dtype not in (None, torch.float32, torch.bfloat16):
+            raise ValueError(f"compute_dtype must be torch.float32 or torch.bfloat16, got "
+                             f"{compute_dtype}")
+        self.compute_dtype = compute_dtype if compute_dtype != torch.float32 else None
         self.model = model
         self.problem = problem
         self.comm = comm
         self.metrics = tuple(dict.fromkeys(("acc", *metrics)))
         self.optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
+        # Weight gradients are summed across ranks by the collective layer's bucketed async
+        # allreduce, each bucket posted as backward produces it (overlapping the remaining
+        # layers' backward). Summed, not averaged: the loss is already the global mean.
+        self.data_parallel = None
+        if comm.size > 1:
+            self.data_parallel = DataParallel(
+                model, comm, bucket_mb=_bucket_mb(model), average=False,
+                broadcast_buffers=False, sync_parameters=False)
         self.epoch = 0
+        retain_freed_memory()  # reuse each epoch's activation pages (see memory.py)
         torch.manual_seed(rank_seed(seed, comm.rank))
         dropout_rng.manual_seed(rank_seed(seed, comm.rank))
 
@@ -69,9 +94,10 @@ class Trainer:
             policy.begin_step()
         try:
             t0 = time.perf_counter()
-            logits = self.model(problem.x, problem.graph)
+            with self._autocast():
+                logits = (self.data_parallel or self.model)(problem.x, problem.graph)
             mask = problem.masks["train"]
-            loss = F.cross_entropy(logits[mask], problem.y[mask], reduction="sum")
+            loss = F.cross_entropy(logits[mask].float(), problem.y[mask], reduction="sum")
             loss = loss / max(problem.global_counts["train"], 1)
             t1 = time.perf_counter()
             loss.backward()
@@ -79,19 +105,28 @@ class Trainer:
         finally:
             if policy is not None:
                 policy.end_step()
-        allreduce_s = allreduce_gradients(self.model.parameters(), self.comm)
+        grad_sync = self.data_parallel.stats if self.data_parallel is not None else {}
         t3 = time.perf_counter()
         self.optimizer.step()
         t4 = time.perf_counter()
-        timings = {"forward_s": t1 - t0, "backward_s": t2 - t1, "grad_allreduce_s": allreduce_s,
-                   "optimizer_s": t4 - t3}
+        # backward_s includes the wait for the last gradient buckets (grad_allreduce_s of it)
+        timings = {"forward_s": t1 - t0, "backward_s": t2 - t1,
+                   "grad_allreduce_s": grad_sync.get("exposed_comm_s", 0.0),
+                   "grad_comm_s": grad_sync.get("comm_s", 0.0), "optimizer_s": t4 - t3}
         return float(loss.detach()), timings
 
     @torch.no_grad()
     def predict(self) -> torch.Tensor:
         """Logits of this rank's owned nodes with the model in eval mode (no dropout)."""
         self.model.eval()
-        return self.model(self.problem.x, self.problem.graph)
+        with self._autocast():
+            return self.model(self.problem.x, self.problem.graph).float()
+
+    def _autocast(self):
+        """bf16 autocast when ``compute_dtype`` asks for it, else a no-op context."""
+        if self.compute_dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(self.problem.x.device.type, dtype=self.compute_dtype)
 
     def evaluate(self, local_loss: float = 0.0) -> tuple[float, dict]:
         """Global (loss, ``{split}_{metric}`` dict) of the current model."""
@@ -108,16 +143,11 @@ class Trainer:
         plan = self.problem.graph.halo_plan
         saved = (torch.get_rng_state(), dropout_rng.get_state(), plan.overlap)
         waits = {}
-        for overlap in (False, True):
-            torch.set_rng_state(saved[0])
-            dropout_rng.set_state(saved[1])
-            plan.overlap = overlap
-            plan.stats.reset()
-            self.model.train()
-            logits = self.model(self.problem.x, self.problem.graph)
-            mask = self.problem.masks["train"]
-            F.cross_entropy(logits[mask], self.problem.y[mask], reduction="sum").backward()
-            waits[overlap] = plan.stats.reset().halo_wait_s
+        with contextlib.ExitStack() as stack:
+            if self.data_parallel is not None:  # no gradient allreduce in the probe
+                stack.enter_context(self.data_parallel.no_sync())
+            for overlap in (False, True):
+                waits[overlap] = self._probe_once(plan, saved, overlap)
         self.optimizer.zero_grad(set_to_none=True)
         torch.set_rng_state(saved[0])
         dropout_rng.set_state(saved[1])
@@ -125,6 +155,19 @@ class Trainer:
         comm_s, exposed_s = waits[False], waits[True]
         return {"halo_comm_s": comm_s, "halo_exposed_s": exposed_s,
                 "overlap_fraction": max(0.0, 1.0 - exposed_s / comm_s) if comm_s > 0 else 1.0}
+
+    def _probe_once(self, plan, saved, overlap: bool) -> float:
+        """One forward/backward with ``plan.overlap = overlap``; the halo wait it saw."""
+        torch.set_rng_state(saved[0])
+        dropout_rng.set_state(saved[1])
+        plan.overlap = overlap
+        plan.stats.reset()
+        self.model.train()
+        with self._autocast():
+            logits = self.model(self.problem.x, self.problem.graph)
+        mask = self.problem.masks["train"]
+        F.cross_entropy(logits[mask].float(), self.problem.y[mask], reduction="sum").backward()
+        return plan.stats.reset().halo_wait_s
 
     def run_epoch(self) -> EpochRecord:
         """Train one epoch, evaluate, and return its record (identical numbers on every rank)."""
@@ -140,7 +183,7 @@ class Trainer:
         stats.reset()
         self.epoch += 1
         timings["compute_s"] = max(0.0, timings["forward_s"] + timings["backward_s"]
-                                   - timings["halo_wait_s"])
+                                   - timings["halo_wait_s"] - timings["grad_allreduce_s"])
         return EpochRecord(epoch=self.epoch, loss=loss, train_acc=values["train_acc"],
                            val_acc=values["val_acc"], test_acc=values["test_acc"],
                            epoch_time_s=time.perf_counter() - start, time=timings,

@@ -1,8 +1,8 @@
 """Sparse adjacency blocks as CSR matrices with their transposes (for backward).
 
 Aggregation is a CSR sparse x dense product: no per-edge message tensors. On the CPU, float32
-and float64 go through the compiled kernel of :mod:`.kernels`; other dtypes (bf16) and GPU
-tensors go through torch's sparse CSR product (MKL / cuSPARSE). The transpose is built once,
+and float64 go through the compiled kernel of :mod:`.kernels` (bf16 and fp16 rows too,
+accumulated in float32); GPU tensors go through torch's sparse CSR product (cuSPARSE). The transpose is built once,
 so backward is also a CSR product.
 """
 
@@ -54,6 +54,10 @@ class _CSR:
         self._torch = None
 
     def matmul(self, dense: torch.Tensor) -> torch.Tensor:
+        if (dense.dtype in (torch.bfloat16, torch.float16) and dense.device.type == "cpu"
+                and _kernel["name"] == "compiled"):
+            # half-width rows (bf16 compute, bf16 halo messages): accumulate in float32
+            return self.matmul(dense.float()).to(dense.dtype)
         np_dtype = _KERNEL_DTYPES.get(dense.dtype)
         if (dense.device.type == "cpu" and np_dtype is not None and dense.dim() == 2
                 and _kernel["name"] == "compiled"):

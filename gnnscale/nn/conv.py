@@ -15,6 +15,7 @@ import math
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from ..graph import LocalGraph
 from .edge_ops import local_edges, scatter_max
@@ -64,10 +65,9 @@ class GCNLayer(nn.Module):
             nn.init.zeros_(self.bias)
 
     def forward(self, x: torch.Tensor, graph: LocalGraph) -> torch.Tensor:
-        if self.transform_first:
-            out = graph.aggregate(self.lin(x), "gcn")
-        else:
-            out = self.lin(graph.aggregate(x, "gcn"))
+        if not self.transform_first:  # the bias rides in the GEMM (addmm)
+            return F.linear(graph.aggregate(x, "gcn"), self.lin.weight, self.bias)
+        out = graph.aggregate(self.lin(x), "gcn")
         return out + self.bias if self.bias is not None else out
 
     def extra_repr(self) -> str:
@@ -117,11 +117,18 @@ class SAGELayer(nn.Module):
             rows = graph.gather_with_halo(x).index_select(0, src)
             neigh = self.lin_l(scatter_max(rows, dst, graph.num_owned))
         elif self.transform_first:
-            neigh = graph.aggregate(x @ self.lin_l.weight.t(), self.aggr)
+            # one GEMM for both transforms: x is read once, its gradient written once
+            both = x @ torch.cat([self.lin_l.weight, self.lin_r.weight]).t()
+            out = self.out_dim
+            neigh = graph.aggregate(both[:, :out].contiguous(), self.aggr)
             if self.lin_l.bias is not None:
                 neigh = neigh + self.lin_l.bias
+            return neigh + both[:, out:]
         else:
-            neigh = self.lin_l(graph.aggregate(x, self.aggr))
+            # [aggregate | x] @ [W_l | W_r]^T + b: one GEMM with the bias in it
+            stacked = torch.cat([graph.aggregate(x, self.aggr), x], dim=1)
+            return F.linear(stacked, torch.cat([self.lin_l.weight, self.lin_r.weight], dim=1),
+                            self.lin_l.bias)
         return neigh + self.lin_r(x)
 
     def extra_repr(self) -> str:

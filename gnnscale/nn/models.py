@@ -21,6 +21,7 @@ from torch.nn import functional as F
 from ..graph import LocalGraph
 from .conv import GCNLayer, SAGELayer
 from .dropout import dropout as fast_dropout
+from .dropout import relu_dropout
 from .gat import GATLayer
 from .gin import GINLayer
 from .norms import NORMS, make_norm
@@ -127,15 +128,22 @@ class GNN(nn.Module):
 
     def forward(self, x: torch.Tensor, graph: LocalGraph) -> torch.Tensor:
         act = ACTIVATIONS[self.activation]
+        dropped = False  # x already went through the next layer's input dropout
         for i, layer in enumerate(self.layers):
-            x = fast_dropout(x, self.dropout, self.training)
+            if not dropped:
+                x = fast_dropout(x, self.dropout, self.training)
             h = layer(x, graph)
             if len(self.skips):
                 h = h + self.skips[i](x)
+            dropped = False
             if i < len(self.layers) - 1:
                 norm = self.norms[i]
                 if not isinstance(norm, nn.Identity):
                     h = norm(h, graph)
-                h = act(h)
+                if self.activation == "relu":
+                    # the activation and the next layer's input dropout in one pass
+                    h, dropped = relu_dropout(h, self.dropout, self.training), True
+                else:
+                    h = act(h)
             x = h
         return x
