@@ -13,12 +13,13 @@ Per-part arrays, edge cut (from :mod:`partitioning.local_view`): ``owned_nodes``
 ``recv_counts``, ``in_degree``, ``out_degree``, ``self_loops``; plus ``x``, ``y`` and
 ``mask_<name>`` for the owned rows.
 
-Per-part arrays, vertex cut (provisional until the engine executes vertex cuts): ``owned_nodes``
-(mastered here), ``mirror_nodes`` (present here, mastered elsewhere, ordered by master then id),
-``mirror_owner``, ``indptr``/``indices`` (local CSR of this part's edges over the local nodes
-``owned + mirror``), ``edge_ids`` (positions of those edges in the global CSR), ``in_degree``,
-``out_degree``; ``x`` for all local nodes (a replica aggregates over its own edges), ``y`` and
-masks for the owned rows.
+Per-part arrays, vertex cut (what ``gnnscale train --partitions`` runs DistGNN's execution on):
+``owned_nodes`` (mastered here), ``mirror_nodes`` (present here, mastered elsewhere, ordered by
+master then id), ``mirror_owner``, ``indptr``/``indices`` (local CSR of this part's edges over the
+local nodes ``owned + mirror``), ``edge_ids`` (positions of those edges in the global CSR),
+``in_degree``, ``out_degree`` (global degrees of the local nodes); ``x`` for all local nodes
+(masters first; training reads the masters' rows, mirrors get theirs from the master), ``y``
+and masks for the owned rows.
 
 Writes are atomic: everything goes into a temporary directory beside the target, each file is
 fsynced, the manifest is written last, and the directory is renamed into place; on any failure

@@ -20,7 +20,7 @@ SPLITS = ("train", "val", "test")
 class LocalProblem:
     """This rank's graph, features, labels and masks, plus global facts every rank agrees on."""
 
-    graph: LocalGraph
+    graph: LocalGraph          # or a VertexCutGraph (same aggregate interface)
     x: torch.Tensor            # [num_owned, F]
     y: torch.Tensor            # [num_owned] int64
     masks: dict                # split -> bool [num_owned]
@@ -29,10 +29,10 @@ class LocalProblem:
     global_counts: dict        # split -> number of nodes in the split over all ranks
 
     @classmethod
-    def from_part_arrays(cls, view: PartView, x, y, masks: dict, comm: Communicator,
-                         num_classes: int, dtype=torch.float32, device="cpu") -> "LocalProblem":
-        """Build from a part view and this part's own rows of x, y and the masks."""
-        graph = LocalGraph(view, comm, dtype=dtype, device=device)
+    def from_local_graph(cls, graph, x, y, masks: dict, comm: Communicator, num_classes: int,
+                         dtype=torch.float32, device="cpu") -> "LocalProblem":
+        """Wrap an already built graph (edge or vertex cut) with this rank's owned rows of x, y
+        and the masks; the global split counts are allreduced here (collective)."""
         torch_masks = {s: torch.from_numpy(np.asarray(masks[s], dtype=bool)).to(device)
                        for s in SPLITS}
         local_counts = torch.tensor([float(torch_masks[s].sum()) for s in SPLITS],
@@ -42,6 +42,14 @@ class LocalProblem:
         return cls(graph=graph, x=x, y=torch.from_numpy(np.asarray(y, np.int64)).to(device),
                    masks=torch_masks, num_features=int(x.shape[1]), num_classes=int(num_classes),
                    global_counts={s: int(c) for s, c in zip(SPLITS, global_counts.tolist())})
+
+    @classmethod
+    def from_part_arrays(cls, view: PartView, x, y, masks: dict, comm: Communicator,
+                         num_classes: int, dtype=torch.float32, device="cpu") -> "LocalProblem":
+        """Build from a part view and this part's own rows of x, y and the masks."""
+        graph = LocalGraph(view, comm, dtype=dtype, device=device)
+        return cls.from_local_graph(graph, x, y, masks, comm, num_classes, dtype=dtype,
+                                    device=device)
 
     @classmethod
     def from_graph_data(cls, data, node_parts: np.ndarray, comm: Communicator,
@@ -68,46 +76,70 @@ class LocalProblem:
     @classmethod
     def from_store_part(cls, part: "StorePart", comm: Communicator, dtype=torch.float32,
                         device="cpu") -> "LocalProblem":
-        """Build from arrays :func:`read_store_part` returned (collective)."""
+        """Build from arrays :func:`read_store_part` returned (collective): a ``LocalGraph``
+        for an edge-cut part, a ``VertexCutGraph`` for a vertex-cut part."""
         num_classes = part.num_classes
         if num_classes is None:
             local_max = float(part.y.max()) if part.y.size else -1.0
             num_classes = int(comm.allreduce_scalar(local_max, "max")) + 1
+        if part.kind == "vertex_cut":
+            from .vertex_cut_problem import vertex_cut_problem_from_arrays
+
+            return vertex_cut_problem_from_arrays(part.view, part.x, part.y, part.masks, comm,
+                                                  num_classes, dtype=dtype, device=device)
         return cls.from_part_arrays(part.view, part.x, part.y, part.masks, comm, num_classes,
                                     dtype=dtype, device=device)
 
 
 @dataclass
 class StorePart:
-    """One rank's arrays from a partition store, before any collective set-up."""
+    """One rank's arrays from a partition store, before any collective set-up.
 
-    view: PartView
+    ``view`` is a :class:`PartView` for an edge cut and the dict of vertex-cut arrays
+    (:data:`~gnnscale.engine.vertex_cut_problem.VERTEX_CUT_FIELDS`) for a vertex cut; ``x``,
+    ``y`` and ``masks`` hold the owned (master) rows in both cases.
+    """
+
+    view: "PartView | dict"
     x: np.ndarray
     y: np.ndarray
     masks: dict
     num_classes: int | None
     manifest: dict
+    kind: str = "edge_cut"
+
+
+STORE_KINDS = ("edge_cut", "vertex_cut")
 
 
 def read_store_part(store_dir, rank: int, num_ranks: int) -> StorePart:
     """Read and check ``rank``'s part of the store (local: no communication)."""
-    from partitioning.store import read_manifest, read_part
+    from partitioning.store import part_file_name, read_manifest, read_part
 
     manifest = read_manifest(store_dir)
     kind = manifest["partition"]["kind"]
-    if kind != "edge_cut":
-        raise UsageError(f"partition store {store_dir} holds a {kind} partition; training "
-                         f"runs on edge-cut stores (methods random, block, metis, ldg, fennel)")
+    if kind not in STORE_KINDS:
+        raise UsageError(f"partition store {store_dir} holds a {kind!r} partition; training "
+                         f"reads {' and '.join(STORE_KINDS)} stores (re-create it with "
+                         f"`gnnscale partition`)")
     arrays = read_part(store_dir, rank, expected_num_parts=num_ranks)
     missing = [s for s in ("x", "y", *(f"mask_{s}" for s in SPLITS)) if s not in arrays]
     if missing:
         raise UsageError(f"partition store {store_dir} has no {', '.join(missing)} for its "
                          f"nodes; write it from a dataset with features, labels and masks")
-    view_fields = {f.name for f in fields(PartView)} - {"part", "num_parts", "num_global_nodes"}
-    view = PartView(part=rank, num_parts=num_ranks,
-                    num_global_nodes=int(manifest["graph"]["num_nodes"]),
-                    **{name: arrays[name] for name in view_fields})
-    return StorePart(view=view, x=arrays["x"], y=arrays["y"],
+    x = arrays["x"]
+    if kind == "vertex_cut":
+        from .vertex_cut_problem import vertex_cut_store_view
+
+        where = f"{store_dir}/{part_file_name(rank)}"
+        view, x = vertex_cut_store_view(arrays, where)
+    else:
+        view_fields = {f.name for f in fields(PartView)} - {"part", "num_parts",
+                                                            "num_global_nodes"}
+        view = PartView(part=rank, num_parts=num_ranks,
+                        num_global_nodes=int(manifest["graph"]["num_nodes"]),
+                        **{name: arrays[name] for name in view_fields})
+    return StorePart(view=view, x=x, y=arrays["y"],
                      masks={s: arrays[f"mask_{s}"] for s in SPLITS},
                      num_classes=(manifest.get("extra") or {}).get("num_classes"),
-                     manifest=manifest)
+                     manifest=manifest, kind=kind)

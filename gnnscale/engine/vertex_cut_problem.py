@@ -6,8 +6,12 @@ import numpy as np
 import torch
 
 from ..comm import Communicator
+from ..errors import UsageError
 from ..graph.vertex_cut import VertexCutGraph, vertex_cut_part
-from .local_problem import SPLITS, LocalProblem
+from .local_problem import LocalProblem
+
+# What VertexCutGraph reads: the arrays vertex_cut_part builds, under a vertex-cut store's names.
+VERTEX_CUT_FIELDS = ("owned_nodes", "mirror_nodes", "mirror_owner", "indptr", "indices")
 
 
 def vertex_cut_problem_from_arrays(arrays: dict, x, y, masks: dict, comm: Communicator,
@@ -15,16 +19,43 @@ def vertex_cut_problem_from_arrays(arrays: dict, x, y, masks: dict, comm: Commun
                                    device="cpu") -> LocalProblem:
     """Build from one part's vertex-cut arrays and its masters' rows of x, y and the masks."""
     graph = VertexCutGraph(arrays, comm, dtype=dtype, device=device)
-    torch_masks = {s: torch.from_numpy(np.asarray(masks[s], dtype=bool)).to(device)
-                   for s in SPLITS}
-    local_counts = torch.tensor([float(torch_masks[s].sum()) for s in SPLITS],
-                                dtype=torch.float64)
-    global_counts = comm.allreduce(local_counts)
-    x = torch.from_numpy(np.ascontiguousarray(x)).to(device=device, dtype=dtype)
-    return LocalProblem(graph=graph, x=x, y=torch.from_numpy(np.asarray(y, np.int64)).to(device),
-                        masks=torch_masks, num_features=int(x.shape[1]),
-                        num_classes=int(num_classes),
-                        global_counts={s: int(c) for s, c in zip(SPLITS, global_counts.tolist())})
+    return LocalProblem.from_local_graph(graph, x, y, masks, comm, num_classes, dtype=dtype,
+                                         device=device)
+
+
+def vertex_cut_store_view(arrays: dict, where: str) -> tuple[dict, np.ndarray]:
+    """The part of a vertex-cut store file that :class:`VertexCutGraph` needs, and the masters'
+    feature rows (local: no communication).
+
+    A store part holds the same graph arrays as :func:`vertex_cut_part` builds in memory, plus
+    ``edge_ids`` and ``in_degree``/``out_degree`` that the graph does not read (it assembles
+    degrees and self-loop counts at set-up, the same way for both sources). The store's ``x``
+    covers every local node, masters first then mirrors; training needs the masters' rows only
+    (mirrors get theirs from the master each layer), so those are kept. ``where`` names the file
+    in errors.
+    """
+    missing = [name for name in VERTEX_CUT_FIELDS if name not in arrays]
+    if missing:
+        raise UsageError(f"{where} lacks the vertex-cut arrays {', '.join(missing)}; "
+                         f"re-create the store with `gnnscale partition`")
+    view = {name: arrays[name] for name in VERTEX_CUT_FIELDS}
+    num_owned, num_mirrors = int(view["owned_nodes"].size), int(view["mirror_nodes"].size)
+    num_local = num_owned + num_mirrors
+    if view["mirror_owner"].shape != (num_mirrors,) or view["indptr"].shape != (num_local + 1,):
+        raise UsageError(f"{where}: mirror_owner has shape {view['mirror_owner'].shape} and "
+                         f"indptr {view['indptr'].shape} for {num_owned} masters and "
+                         f"{num_mirrors} mirrors (expected ({num_mirrors},) and "
+                         f"({num_local + 1},)); re-create the store")
+    x = arrays["x"]
+    if x.ndim != 2 or x.shape[0] not in (num_owned, num_local):
+        raise UsageError(f"{where}: x has shape {x.shape}, expected {num_local} (all local "
+                         f"nodes) or {num_owned} (masters) rows; re-create the store")
+    for name in ("y", "mask_train", "mask_val", "mask_test"):
+        if arrays[name].shape[:1] != (num_owned,):
+            raise UsageError(f"{where}: {name} has shape {arrays[name].shape} for {num_owned} "
+                             f"masters; re-create the store")
+    # a copy, so the mirrors' rows are freed with the file's arrays rather than kept as its base
+    return view, x[:num_owned].copy() if x.shape[0] != num_owned else x
 
 
 def vertex_cut_problem(data, node_parts: np.ndarray, edge_parts: np.ndarray,

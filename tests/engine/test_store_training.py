@@ -9,17 +9,27 @@ from mpi_launch import gnnscale_cli
 pytestmark = pytest.mark.timeout(600)
 
 
+def epoch_records(path, keys=("loss",)):
+    """Per-epoch ``keys`` of a ``--metrics-out`` file (the summary line left out)."""
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    return [{key: r[key] for key in keys} for r in records if "summary" not in r]
+
+
 def losses(path):
-    return [json.loads(line)["loss"] for line in path.read_text().splitlines()
-            if "summary" not in json.loads(line)]
+    return [r["loss"] for r in epoch_records(path)]
+
+
+def partition_cora(datasets_root, store, method, parts):
+    """``gnnscale partition`` of Cora into ``parts`` with ``method`` (the default seed)."""
+    made = gnnscale_cli(None, ["partition", "--dataset", "cora", "--data-root",
+                               str(datasets_root), "--method", method, "--parts", str(parts),
+                               "--out", str(store)])
+    assert made.returncode == 0, made.stderr
+    return store
 
 
 def test_store_training_matches_in_memory(tmp_path, datasets_root):
-    store = tmp_path / "store"
-    made = gnnscale_cli(None, ["partition", "--dataset", "cora", "--data-root",
-                               str(datasets_root), "--method", "metis", "--parts", "3",
-                               "--out", str(store)])
-    assert made.returncode == 0, made.stderr
+    store = partition_cora(datasets_root, tmp_path / "store", "metis", 3)
     common = ["--epochs", "4", "--dropout", "0", "--no-progress", "--model", "sage"]
     from_store = gnnscale_cli(3, ["train", "--partitions", str(store), *common,
                                   "--metrics-out", str(tmp_path / "a.jsonl")])
