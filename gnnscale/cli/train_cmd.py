@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 import numpy as np
@@ -94,6 +93,9 @@ def add_parser(subparsers) -> None:
     dist.add_argument("--halo-dtype", default="float32", choices=("float32", "bfloat16"),
                       help="dtype of halo rows and halo gradients on the wire (bfloat16 halves "
                            "the bytes; results are then no longer bit-exact)")
+    dist.add_argument("--compute-dtype", default="float32", choices=("float32", "bfloat16"),
+                      help="bfloat16: dense transforms under autocast (float32 accumulation, "
+                           "loss, weights and optimiser state)")
     dist.add_argument("--staleness", default="exact", type=_staleness, metavar="POLICY",
                       help="when halos are fetched in training: exact, pipelined[:GAMMA] "
                            "(PipeGCN, one epoch stale, optional smoothing), delayed:R "
@@ -137,15 +139,9 @@ def add_parser(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def default_threads() -> int:
-    """Cores divided among the ranks that share this host."""
-    local_ranks = int(os.environ.get("OMPI_COMM_WORLD_LOCAL_SIZE",
-                                     os.environ.get("MPI_LOCALNRANKS", 1)))
-    return max(1, (os.cpu_count() or 1) // max(local_ranks, 1))
-
-
 def run(args) -> int:
     from .. import comm as comm_module
+    from ..threads import default_threads
     from ..engine import MetricsWriter, Trainer, summarise, write_predictions
     from ..graph.staleness import make_policy
     from ..nn import GNN
@@ -175,7 +171,8 @@ def run(args) -> int:
     problem.graph.staleness = make_policy(args.staleness)
     metrics = ("acc", args.metric)
     trainer = Trainer(model, problem, comm, lr=args.lr, weight_decay=args.weight_decay,
-                      seed=args.seed, metrics=metrics)
+                      seed=args.seed, metrics=metrics,
+                      compute_dtype=getattr(torch, args.compute_dtype))
     resumed_from = _maybe_resume(trainer, args, comm)
     say(header)
     if resumed_from:
