@@ -41,6 +41,21 @@ def _dropout(text: str) -> float:
     return value
 
 
+def _simulated_network(text: str) -> tuple[float, float]:
+    """``LATENCY_US,GBIT_PER_S`` -> (latency in s, bandwidth in bytes/s)."""
+    parts = text.split(",")
+    try:
+        latency_us, gbits = (float(p) for p in parts) if len(parts) == 2 else (None, None)
+    except ValueError:
+        latency_us = gbits = None
+    if latency_us is None or not latency_us >= 0 or not gbits > 0 \
+            or float("inf") in (latency_us, gbits):
+        raise argparse.ArgumentTypeError(
+            f"expected LATENCY_US,GBIT_PER_S with latency >= 0 and bandwidth > 0 (e.g. 50,10), "
+            f"got {text!r}")
+    return latency_us * 1e-6, gbits * 1e9 / 8
+
+
 def add_parser(subparsers) -> None:
     """Register ``train`` with every option and its default."""
     from partitioning import PARTITIONERS
@@ -102,6 +117,11 @@ def add_parser(subparsers) -> None:
                            "(DistGNN cd-R), local (DistGNN 0c); evaluation is always exact")
     dist.add_argument("--no-overlap", action="store_true",
                       help="wait for each halo exchange before computing (for measuring)")
+    dist.add_argument("--simulate-network", type=_simulated_network, default=None,
+                      metavar="LATENCY_US,GBIT_PER_S",
+                      help="SIMULATION for measuring: every halo exchange completes no earlier "
+                           "than latency + bytes / bandwidth after it was posted (e.g. 50,10 "
+                           "for 10 Gb/s Ethernet); the real exchange still runs underneath")
     dist.add_argument("--threads", type=positive_int, default=None,
                       help="torch threads per rank; default: cores / ranks on this host")
     run_opts = p.add_argument_group("evaluation and checkpoints")
@@ -168,6 +188,11 @@ def run(args) -> int:
                 train_eps=args.train_eps).to(device)
     problem.graph.halo_plan.overlap = not args.no_overlap
     problem.graph.halo_plan.message_dtype = getattr(torch, args.halo_dtype)
+    if args.simulate_network is not None:
+        from ..graph.staleness_netsim import SlowNetwork
+
+        plan = problem.graph.halo_plan
+        plan.comm = SlowNetwork(plan.comm, *args.simulate_network)
     problem.graph.staleness = make_policy(args.staleness)
     metrics = ("acc", args.metric)
     trainer = Trainer(model, problem, comm, lr=args.lr, weight_decay=args.weight_decay,

@@ -76,7 +76,15 @@ def pyg_reference(model_name: str, data, steps: int = STEPS) -> tuple[np.ndarray
         return np.asarray(losses), forward().numpy()
 
 
-def exactness_failures(saved, references: dict, cases, tolerance: float = 1e-5) -> list[str]:
+# Both sides compute in float32 and sum in different orders (rows split across ranks, partial
+# sums of vertex cuts, SAGE's two transforms in one GEMM); Adam's normalised step turns ~1e-7
+# gradient differences into ~1e-5 weight differences within the 5 steps. A real fault (an edge
+# lost or counted twice, a wrong normalisation) is off by 1e-3 or more.
+TOLERANCE = 5e-5
+
+
+def exactness_failures(saved, references: dict, cases,
+                       tolerance: float = TOLERANCE) -> list[str]:
     """Compare saved ``{key}/losses`` and ``{key}/logits`` with ``references[(dataset, model)]``
     for every ``(dataset, partitioner, model)`` case; one line per case outside ``tolerance``."""
     failures = []

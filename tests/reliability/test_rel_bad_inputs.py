@@ -199,6 +199,10 @@ ARG_CASES = {  # extra arguments: fragments of the error line
     "split out of range": (["--split", "7"], ["split=7", "1 splits"]),
     "missing partition store": (["--partitions", "/no/store"], ["/no/store"]),
     "auc on 4 classes": (["--metric", "auc", "--dataset", "sbm"], ["--metric auc", "4 classes"]),
+    "simulated network word": (["--simulate-network", "50,fast"],
+                               ["--simulate-network", "50,fast"]),
+    "simulated network zero bandwidth": (["--simulate-network", "50,0"], ["50,0"]),
+    "bf16 spelled wrong": (["--compute-dtype", "bf16"], ["--compute-dtype", "bf16"]),
 }
 
 
