@@ -87,7 +87,8 @@ def profiled_run(ranks: int, threads: int, args, network: str | None = None) -> 
                "--dataset-option", f"scale={args.scale}", "--dataset-option", "num_features=128",
                "--dataset-option", "num_classes=16", "--hidden", "256", "--model", args.model,
                "--epochs", str(args.epochs), "--threads", str(threads), "--profile",
-               "--no-progress", "--partitioner", "metis", "--metrics-out", str(metrics)]
+               "--no-progress", "--partitioner", "metis", "--balance", "nodes,edges",
+               "--metrics-out", str(metrics)]
         if network:
             cli += ["--simulate-network", network]
         env = dict(os.environ, OMP_NUM_THREADS=str(threads), OMPI_ALLOW_RUN_AS_ROOT="1",

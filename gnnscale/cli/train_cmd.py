@@ -96,6 +96,10 @@ def add_parser(subparsers) -> None:
     dist = p.add_argument_group("distribution")
     dist.add_argument("--partitioner", default="metis", choices=sorted(PARTITIONERS),
                       help="how to split the graph over the ranks")
+    dist.add_argument("--balance", default=None, metavar="TARGETS",
+                      help="metis only: comma-separated balance targets from nodes, edges, "
+                           "train; None means METIS's own (nodes). On power-law graphs use "
+                           "nodes,edges: node balance alone can give one part most edges")
     dist.add_argument("--partitions", default=None, metavar="DIR",
                       help="train from a partition store written by `gnnscale partition` "
                            "(each rank reads only its part; --dataset is then ignored)")
@@ -173,6 +177,11 @@ def run(args) -> int:
     with agreed_failure(comm):
         check_same_versions(comm)
     if args.partitions:
+        with agreed_failure(comm):
+            if args.balance is not None:
+                raise UsageError(f"--balance does not apply to --partitions {args.partitions}: "
+                                 f"the store is partitioned already (gnnscale partition "
+                                 f"--balance)")
         problem, header = _problem_from_store(args, comm, device)
     else:
         problem, header = _problem_in_memory(args, comm, device)
@@ -280,7 +289,14 @@ def _problem_in_memory(args, comm, device):
         if comm.size > data.num_nodes:
             raise UsageError(f"{comm.size} ranks but the graph has only {data.num_nodes} nodes; "
                              f"launch at most {data.num_nodes} ranks")
-        partitioner = make_partitioner(args.partitioner, num_parts=comm.size, seed=args.seed)
+        params = {}
+        if args.balance is not None:
+            if args.partitioner != "metis":
+                raise UsageError(f"--balance applies to --partitioner metis, not "
+                                 f"{args.partitioner!r}")
+            params["balance"] = tuple(b.strip() for b in args.balance.split(",") if b.strip())
+        partitioner = make_partitioner(args.partitioner, num_parts=comm.size, seed=args.seed,
+                                       **params)
     partition = None
     with agreed_failure(comm):
         if comm.rank == 0:

@@ -202,6 +202,8 @@ ARG_CASES = {  # extra arguments: fragments of the error line
     "simulated network word": (["--simulate-network", "50,fast"],
                                ["--simulate-network", "50,fast"]),
     "simulated network zero bandwidth": (["--simulate-network", "50,0"], ["50,0"]),
+    "balance for ldg": (["--partitioner", "ldg", "--balance", "nodes"], ["--balance", "ldg"]),
+    "balance target unknown": (["--balance", "nodes,wheels"], ["wheels"]),
     "bf16 spelled wrong": (["--compute-dtype", "bf16"], ["--compute-dtype", "bf16"]),
 }
 
