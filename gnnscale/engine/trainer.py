@@ -137,8 +137,11 @@ class Trainer:
     def probe_overlap(self) -> dict:
         """Measure what overlapping hides: one forward/backward with every halo exchange
         waited for at once (its wait is the whole exchange) and one overlapped (its wait is
-        the exposed part). No optimiser step; gradients and random state are restored, so
-        training continues exactly as without the probe. Collective.
+        the exposed part). In both, the ranks meet at a barrier before each exchange is
+        posted, so the waits measure the exchange and not load imbalance (a peer reaching the
+        layer late, which no overlap can hide; training itself has no barriers). No optimiser
+        step; gradients and random state are restored, so training continues exactly as
+        without the probe. Collective.
         """
         plan = self.problem.graph.halo_plan
         saved = (torch.get_rng_state(), dropout_rng.get_state(), plan.overlap)
@@ -146,6 +149,8 @@ class Trainer:
         with contextlib.ExitStack() as stack:
             if self.data_parallel is not None:  # no gradient allreduce in the probe
                 stack.enter_context(self.data_parallel.no_sync())
+            plan.align_posts = True
+            stack.callback(setattr, plan, "align_posts", False)
             for overlap in (False, True):
                 waits[overlap] = self._probe_once(plan, saved, overlap)
         self.optimizer.zero_grad(set_to_none=True)

@@ -3,6 +3,8 @@
 ``out = A_inner @ owned + A_boundary @ halo`` where ``halo`` lives on other ranks.
 
 Forward: post the halo exchange -> ``A_inner @ owned`` -> wait -> ``+= A_boundary @ halo``.
+The inner product runs in row blocks with a test of the exchange between them, so the exchange
+progresses (MPI moves data only inside MPI calls) while this rank computes.
 Backward mirrors it: ``A_boundary.T @ grad`` first and post its reverse exchange ->
 ``A_inner.T @ grad`` while it travels -> wait -> add the returned rows into their owners.
 
@@ -18,6 +20,12 @@ from .halo import HaloPlan
 from .sparse import SparseBlock
 
 
+def _progress(work, received):
+    """While the inner product runs: test the exchange in flight, so MPI moves it (MPI
+    progresses only inside MPI calls; the peers are waiting for this rank's rows)."""
+    return work.test if work is not None and received is None else None
+
+
 class DistributedAggregate(torch.autograd.Function):
     """Autograd function behind :func:`aggregate`."""
 
@@ -27,7 +35,7 @@ class DistributedAggregate(torch.autograd.Function):
         ctx.blocks = (inner, boundary, plan)
         work = plan.post_forward(owned) if plan.exchanges_anything else None
         halo = plan.wait(work) if work is not None and not plan.overlap else None
-        out = inner.matmul(owned)
+        out = inner.matmul(owned, _progress(work, halo))
         if work is not None:
             if halo is None:
                 halo = plan.wait(work)
@@ -49,7 +57,7 @@ class DistributedAggregate(torch.autograd.Function):
             halo_grad = boundary.matmul_transposed(grad_out)
             work = plan.post_backward(halo_grad)
         sent_grad = plan.wait(work) if work is not None and not plan.overlap else None
-        grad_owned = inner.matmul_transposed(grad_out)
+        grad_owned = inner.matmul_transposed(grad_out, _progress(work, sent_grad))
         if work is not None:
             plan.accumulate_into_owned(grad_owned, sent_grad if sent_grad is not None
                                        else plan.wait(work))

@@ -47,6 +47,9 @@ class HaloPlan:
     stats: CommStats = field(default_factory=CommStats)
     overlap: bool = True            # False: wait for the halo before any local compute
     message_dtype: torch.dtype | None = None  # e.g. torch.bfloat16: halve the bytes on the wire
+    # True (the trainer's overlap probe only): every rank meets at a barrier before each post,
+    # so a wait measures the exchange itself, not a slower peer arriving late
+    align_posts: bool = False
 
     @classmethod
     def from_part_view(cls, view, comm: Communicator, device="cpu") -> "HaloPlan":
@@ -63,13 +66,15 @@ class HaloPlan:
         return self.comm.size > 1
 
     def _post(self, rows: torch.Tensor, send_counts, recv_counts) -> Work:
+        if self.align_posts:
+            self.comm.barrier()
         wire = rows if self.message_dtype in (None, rows.dtype) else rows.to(self.message_dtype)
         self.stats.halo_bytes_sent += wire.numel() * wire.element_size()
         self.stats.exchanges += 1
         work = self.comm.alltoallv_async(wire.contiguous(), send_counts, recv_counts)
         if wire.dtype == rows.dtype:
             return work
-        return Work(lambda: work.wait().to(rows.dtype))
+        return Work(lambda: work.wait().to(rows.dtype), test_fn=work.test)
 
     def post_forward(self, owned: torch.Tensor) -> Work:
         """Start sending requested owned rows; ``wait()`` gives the halo rows [num_halo, F]."""

@@ -28,10 +28,25 @@ def _csr_spmm(indptr, indices, values, x, out):  # pragma: no cover - compiled
     return out
 
 
+PROGRESS_CHUNKS = 16  # row blocks between progress calls
+MIN_CHUNK_ROWS = 4096
+
+
 def csr_spmm(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray, x: np.ndarray,
-             num_rows: int, threads: int) -> np.ndarray:
-    """``A @ x`` for a CSR matrix ``A`` (float32/float64, ``x`` C-contiguous 2-D)."""
+             num_rows: int, threads: int, progress=None) -> np.ndarray:
+    """``A @ x`` for a CSR matrix ``A`` (float32/float64, ``x`` C-contiguous 2-D).
+
+    ``progress``: called between row blocks (e.g. ``Work.test`` of an exchange in flight, so
+    that MPI moves its data while this product runs; MPI progresses only inside MPI calls).
+    """
     if numba.get_num_threads() != threads:
         numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
     out = np.empty((num_rows, x.shape[1]), dtype=x.dtype)
-    return _csr_spmm(indptr, indices, values, x, out)
+    if progress is None or num_rows < 2 * MIN_CHUNK_ROWS:
+        return _csr_spmm(indptr, indices, values, x, out)
+    step = max(MIN_CHUNK_ROWS, -(-num_rows // PROGRESS_CHUNKS))
+    for lo in range(0, num_rows, step):
+        hi = min(num_rows, lo + step)
+        _csr_spmm(indptr[lo:hi + 1], indices, values, x, out[lo:hi])
+        progress()
+    return out

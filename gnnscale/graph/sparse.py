@@ -53,11 +53,11 @@ class _CSR:
         self.values = {}
         self._torch = None
 
-    def matmul(self, dense: torch.Tensor) -> torch.Tensor:
+    def matmul(self, dense: torch.Tensor, progress=None) -> torch.Tensor:
         if (dense.dtype in (torch.bfloat16, torch.float16) and dense.device.type == "cpu"
                 and _kernel["name"] == "compiled"):
             # half-width rows (bf16 compute, bf16 halo messages): accumulate in float32
-            return self.matmul(dense.float()).to(dense.dtype)
+            return self.matmul(dense.float(), progress).to(dense.dtype)
         np_dtype = _KERNEL_DTYPES.get(dense.dtype)
         if (dense.device.type == "cpu" and np_dtype is not None and dense.dim() == 2
                 and _kernel["name"] == "compiled"):
@@ -65,7 +65,7 @@ class _CSR:
                 self.values[np_dtype] = self.matrix.data.astype(np_dtype)
             out = csr_spmm(self.indptr, self.indices, self.values[np_dtype],
                            dense.detach().contiguous().numpy(), self.matrix.shape[0],
-                           torch.get_num_threads())
+                           torch.get_num_threads(), progress)
             return torch.from_numpy(out)
         if self._torch is None or self._torch.dtype != dense.dtype:
             self._torch = _torch_csr(self.matrix, dense.dtype, dense.device)
@@ -82,14 +82,14 @@ class SparseBlock:
         self._forward = _CSR(matrix, dtype, device)
         self._transpose = _CSR(matrix.T.tocsr(), dtype, device)
 
-    def matmul(self, dense: torch.Tensor) -> torch.Tensor:
-        """``A @ dense``: [rows, F]."""
+    def matmul(self, dense: torch.Tensor, progress=None) -> torch.Tensor:
+        """``A @ dense``: [rows, F]. ``progress()`` is called between row blocks (CPU)."""
         if self.nnz == 0 or dense.shape[0] == 0:
             return dense.new_zeros((self.shape[0], *dense.shape[1:]))
-        return self._forward.matmul(dense)
+        return self._forward.matmul(dense, progress)
 
-    def matmul_transposed(self, dense: torch.Tensor) -> torch.Tensor:
+    def matmul_transposed(self, dense: torch.Tensor, progress=None) -> torch.Tensor:
         """``A.T @ dense``: [cols, F]."""
         if self.nnz == 0 or dense.shape[0] == 0:
             return dense.new_zeros((self.shape[1], *dense.shape[1:]))
-        return self._transpose.matmul(dense)
+        return self._transpose.matmul(dense, progress)
