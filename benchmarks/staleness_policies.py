@@ -43,7 +43,8 @@ def load(name: str, root: str):
 
 
 def build(data, partitioner, comm, seed):
-    part = make_partitioner(partitioner, num_parts=comm.size, seed=seed).fit(data)
+    params = {"balance": ("nodes", "edges")} if partitioner == "metis" else {}
+    part = make_partitioner(partitioner, num_parts=comm.size, seed=seed, **params).fit(data)
     if part.kind == "vertex_cut":
         return vertex_cut_problem(data, part.node_parts, part.edge_parts, comm)
     return LocalProblem.from_graph_data(data, part.node_parts, comm)

@@ -28,6 +28,7 @@ def test_profile_reports_every_part_per_rank_and_the_simulation_only_delays(tmp_
         for key in ("compute_s", "halo_comm_s", "halo_exposed_s", "grad_comm_s",
                     "grad_allreduce_s", "halo_bytes_per_epoch", "peak_rss_mb"):
             assert rank[key] >= 0, key
+        assert rank["grad_comm_s"] > 0  # the weight gradients went through the allreduce
         assert 0.0 <= rank["overlap_fraction"] <= 1.0
         assert rank["halo_bytes_per_epoch"] > 0 and rank["peak_rss_mb"] > 10
     # 20 ms latency per exchange; 4 exchanges per training step (2 layers, forward and
