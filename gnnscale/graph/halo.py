@@ -116,6 +116,23 @@ class HaloExchange(torch.autograd.Function):
         return plan.accumulate_into_owned(owned_grad, sent_grad), None
 
 
+class HaloWait(torch.autograd.Function):
+    """``halo = HaloWait.apply(owned, plan, work)``: the halo rows of an exchange posted
+    earlier with ``plan.post_forward(owned)`` (so local work can run in between); backward
+    returns the halo gradients to their owners, as :class:`HaloExchange` does."""
+
+    @staticmethod
+    def forward(ctx, owned: torch.Tensor, plan: HaloPlan, work: Work) -> torch.Tensor:
+        ctx.plan = plan
+        ctx.num_owned = owned.shape[0]
+        return plan.wait(work)
+
+    @staticmethod
+    def backward(ctx, halo_grad: torch.Tensor):
+        owned_grad, _ = HaloExchange.backward(ctx, halo_grad)
+        return owned_grad, None, None
+
+
 def exchange_halo(owned: torch.Tensor, plan: HaloPlan) -> torch.Tensor:
     """Owned rows -> ``[owned; halo]`` rows (differentiable). One rank: returns ``owned``."""
     if plan.num_halo == 0 and not plan.exchanges_anything:

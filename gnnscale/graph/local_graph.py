@@ -107,6 +107,22 @@ class LocalGraph:
             return torch.cat([owned, halo], dim=0)
         return exchange_halo(owned, self.halo_plan)
 
+    def halo_async(self, owned: torch.Tensor):
+        """Post the halo exchange of ``owned`` now; returns ``finish()`` giving the halo rows
+        [num_halo, F] (differentiable), so the caller can compute in between. None where
+        there is nothing to overlap (one rank, or a staleness policy fetching the halo):
+        use :meth:`gather_with_halo` then."""
+        if self._active_policy() is not None or not self.halo_plan.exchanges_anything:
+            return None
+        from .halo import HaloWait
+
+        plan = self.halo_plan
+        work = plan.post_forward(owned)
+        if not plan.overlap:  # measuring: wait at once, all of the exchange exposed
+            halo = HaloWait.apply(owned, plan, work)
+            return lambda: halo
+        return lambda: HaloWait.apply(owned, plan, work)
+
     def _active_policy(self):
         """The staleness policy inside a training step with peers, else None (exact)."""
         policy = self.staleness

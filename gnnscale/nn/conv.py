@@ -18,7 +18,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from ..graph import LocalGraph
-from .edge_ops import local_edges, scatter_max
+from .edge_ops import inner_first_edges, local_edges, scatter_max
 
 ORDERS = ("auto", "aggregate_first", "transform_first")
 SAGE_AGGRS = ("mean", "sum", "max")
@@ -113,9 +113,7 @@ class SAGELayer(nn.Module):
 
     def forward(self, x: torch.Tensor, graph: LocalGraph) -> torch.Tensor:
         if self.aggr == "max":
-            src, dst = local_edges(graph)
-            rows = graph.gather_with_halo(x).index_select(0, src)
-            neigh = self.lin_l(scatter_max(rows, dst, graph.num_owned))
+            return self._forward_max(x, graph)
         elif self.transform_first:
             # one GEMM for both transforms: x is read once, its gradient written once
             both = x @ torch.cat([self.lin_l.weight, self.lin_r.weight]).t()
@@ -130,6 +128,21 @@ class SAGELayer(nn.Module):
             return F.linear(stacked, torch.cat([self.lin_l.weight, self.lin_r.weight], dim=1),
                             self.lin_l.bias)
         return neigh + self.lin_r(x)
+
+    def _forward_max(self, x: torch.Tensor, graph: LocalGraph) -> torch.Tensor:
+        """Max over ``[owned; halo]`` rows. The halo exchange is posted first and overlaps the
+        root transform and the gathering of owned source rows; one scatter-max over all edges
+        afterwards (so ties share the gradient exactly as in PyG)."""
+        finish = getattr(graph, "halo_async", lambda _x: None)(x)
+        if finish is None:
+            src, dst = local_edges(graph)
+            rows = graph.gather_with_halo(x).index_select(0, src)
+            return self.lin_l(scatter_max(rows, dst, graph.num_owned)) + self.lin_r(x)
+        inner_src, halo_src, dst = inner_first_edges(graph)
+        root = self.lin_r(x)
+        inner_rows = x.index_select(0, inner_src)
+        rows = torch.cat([inner_rows, finish().index_select(0, halo_src)])
+        return self.lin_l(scatter_max(rows, dst, graph.num_owned)) + root
 
     def extra_repr(self) -> str:
         return (f"{self.in_dim}, {self.out_dim}, aggr={self.aggr!r}, "

@@ -37,6 +37,18 @@ def local_edges(graph: LocalGraph) -> tuple[torch.Tensor, torch.Tensor]:
     return cached(graph, "edges", build)
 
 
+def inner_first_edges(graph: LocalGraph) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(inner_src, halo_src, dst)``: the local edges reordered with owned sources first;
+    ``inner_src`` indexes owned rows, ``halo_src`` halo rows (``src - num_owned``), ``dst`` the
+    destinations of both, in that order."""
+    def build():
+        src, dst = local_edges(graph)
+        inner = src < graph.num_owned
+        return (src[inner].contiguous(), (src[~inner] - graph.num_owned).contiguous(),
+                torch.cat([dst[inner], dst[~inner]]).contiguous())
+    return cached(graph, "edges, inner first", build)
+
+
 def local_edges_with_self_loops(graph: LocalGraph) -> tuple[torch.Tensor, torch.Tensor]:
     """Local edges with existing self-loops removed and one self-loop per owned node appended.
 
