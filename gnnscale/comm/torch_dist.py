@@ -360,8 +360,20 @@ def _completion_event(work):
 
 
 def _destroy() -> None:
-    """Tear the process group down before interpreter exit (gloo threads crash otherwise)."""
+    """Tear the process group down before interpreter exit (gloo threads crash otherwise).
+
+    A gloo worker thread drops its last work item (and the tensors in it) just after
+    completing it; if that drop runs while the interpreter is finalising, it aborts the
+    process ("terminate called without an active exception", seen after the overlapped
+    gradient allreduce). One last barrier first, bounded by a timeout, lets both worker threads
+    finish with every earlier item while Python is still alive.
+    """
     if dist.is_available() and dist.is_initialized():
+        try:
+            if dist.get_world_size() > 1 and dist.get_backend() == "gloo":
+                dist.monitored_barrier(timeout=datetime.timedelta(seconds=10))
+        except Exception:
+            pass
         try:
             dist.destroy_process_group()
         except Exception:
