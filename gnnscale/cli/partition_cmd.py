@@ -5,11 +5,16 @@ from __future__ import annotations
 from .arguments import add_dataset_arguments, key_value, load_graph, positive_int
 from .common import formatter, say
 
+def balance_targets(text: str) -> tuple:
+    """``--balance nodes,edges`` -> ``("nodes", "edges")`` (METIS's ``balance`` parameter)."""
+    return tuple(b.strip() for b in text.split(",") if b.strip())
+
+
 def method_params(args) -> dict:
     """Partitioner keyword parameters from ``--param`` and ``--balance``."""
     params = dict(args.param or [])
     if getattr(args, "balance", None):
-        params["balance"] = tuple(b.strip() for b in args.balance.split(",") if b.strip())
+        params["balance"] = balance_targets(args.balance)
     return params
 
 

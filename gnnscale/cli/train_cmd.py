@@ -283,6 +283,7 @@ def _problem_in_memory(args, comm, device):
     from partitioning import make_partitioner, part_summary
 
     from ..engine import LocalProblem
+    from .partition_cmd import balance_targets
 
     with agreed_failure(comm):
         data = load_graph(args)
@@ -294,7 +295,7 @@ def _problem_in_memory(args, comm, device):
             if args.partitioner != "metis":
                 raise UsageError(f"--balance applies to --partitioner metis, not "
                                  f"{args.partitioner!r}")
-            params["balance"] = tuple(b.strip() for b in args.balance.split(",") if b.strip())
+            params["balance"] = balance_targets(args.balance)
         partitioner = make_partitioner(args.partitioner, num_parts=comm.size, seed=args.seed,
                                        **params)
     partition = None

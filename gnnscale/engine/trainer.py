@@ -20,6 +20,7 @@ from torch.nn import functional as F
 from ..comm import Communicator
 from ..nn import dropout as dropout_rng
 from ..parallel import DataParallel
+from ..parallel.bucket_size import overlap_bucket_bytes
 from .evaluation import evaluate_global
 from .local_problem import LocalProblem
 from .memory import retain_freed_memory
@@ -32,10 +33,10 @@ def peak_rss_mb() -> float:
 
 
 def _bucket_mb(model: torch.nn.Module) -> float:
-    """Gradient bucket size: a quarter of the gradients (so buckets overlap backward), between
-    64 KiB and 4 MiB."""
+    """Gradient bucket size: a quarter of the gradients, between 64 KiB and 4 MiB (GNN weights
+    are small; a fixed range spares the collective latency probe at start-up)."""
     total = sum(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad)
-    return min(4 * 2**20, max(64 * 2**10, total // 4)) / 2**20
+    return overlap_bucket_bytes(total, cap=4 * 2**20, floor=64 * 2**10) / 2**20
 
 
 def rank_seed(seed: int, rank: int) -> int:
@@ -94,10 +95,7 @@ class Trainer:
             policy.begin_step()
         try:
             t0 = time.perf_counter()
-            with self._autocast():
-                logits = (self.data_parallel or self.model)(problem.x, problem.graph)
-            mask = problem.masks["train"]
-            loss = F.cross_entropy(logits[mask].float(), problem.y[mask], reduction="sum")
+            loss = self._summed_train_loss(self.data_parallel or self.model)
             loss = loss / max(problem.global_counts["train"], 1)
             t1 = time.perf_counter()
             loss.backward()
@@ -121,6 +119,15 @@ class Trainer:
         self.model.eval()
         with self._autocast():
             return self.model(self.problem.x, self.problem.graph).float()
+
+    def _summed_train_loss(self, module: torch.nn.Module) -> torch.Tensor:
+        """Forward through ``module`` (the model, or its DataParallel wrapper) and the summed
+        float32 cross-entropy over this rank's training nodes."""
+        problem = self.problem
+        with self._autocast():
+            logits = module(problem.x, problem.graph)
+        mask = problem.masks["train"]
+        return F.cross_entropy(logits[mask].float(), problem.y[mask], reduction="sum")
 
     def _autocast(self):
         """bf16 autocast when ``compute_dtype`` asks for it, else a no-op context."""
@@ -168,10 +175,7 @@ class Trainer:
         plan.overlap = overlap
         plan.stats.reset()
         self.model.train()
-        with self._autocast():
-            logits = self.model(self.problem.x, self.problem.graph)
-        mask = self.problem.masks["train"]
-        F.cross_entropy(logits[mask].float(), self.problem.y[mask], reduction="sum").backward()
+        self._summed_train_loss(self.model).backward()
         return plan.stats.reset().halo_wait_s
 
     def run_epoch(self) -> EpochRecord:

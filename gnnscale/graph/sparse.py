@@ -2,8 +2,8 @@
 
 Aggregation is a CSR sparse x dense product: no per-edge message tensors. On the CPU, float32
 and float64 go through the compiled kernel of :mod:`.kernels` (bf16 and fp16 rows too,
-accumulated in float32); GPU tensors go through torch's sparse CSR product (cuSPARSE). The transpose is built once,
-so backward is also a CSR product.
+accumulated in float32); GPU tensors go through torch's sparse CSR product (cuSPARSE). The
+transpose is built once, so backward is also a CSR product.
 """
 
 from __future__ import annotations

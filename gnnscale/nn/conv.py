@@ -114,34 +114,33 @@ class SAGELayer(nn.Module):
     def forward(self, x: torch.Tensor, graph: LocalGraph) -> torch.Tensor:
         if self.aggr == "max":
             return self._forward_max(x, graph)
-        elif self.transform_first:
+        if self.transform_first:
             # one GEMM for both transforms: x is read once, its gradient written once
             both = x @ torch.cat([self.lin_l.weight, self.lin_r.weight]).t()
-            out = self.out_dim
-            neigh = graph.aggregate(both[:, :out].contiguous(), self.aggr)
+            width = self.out_dim
+            neigh = graph.aggregate(both[:, :width].contiguous(), self.aggr)
             if self.lin_l.bias is not None:
                 neigh = neigh + self.lin_l.bias
-            return neigh + both[:, out:]
-        else:
-            # [aggregate | x] @ [W_l | W_r]^T + b: one GEMM with the bias in it
-            stacked = torch.cat([graph.aggregate(x, self.aggr), x], dim=1)
-            return F.linear(stacked, torch.cat([self.lin_l.weight, self.lin_r.weight], dim=1),
-                            self.lin_l.bias)
-        return neigh + self.lin_r(x)
+            return neigh + both[:, width:]
+        # [aggregate | x] @ [W_l | W_r]^T + b: one GEMM with the bias in it
+        stacked = torch.cat([graph.aggregate(x, self.aggr), x], dim=1)
+        return F.linear(stacked, torch.cat([self.lin_l.weight, self.lin_r.weight], dim=1),
+                        self.lin_l.bias)
 
     def _forward_max(self, x: torch.Tensor, graph: LocalGraph) -> torch.Tensor:
         """Max over ``[owned; halo]`` rows. The halo exchange is posted first and overlaps the
         root transform and the gathering of owned source rows; one scatter-max over all edges
         afterwards (so ties share the gradient exactly as in PyG)."""
         finish = getattr(graph, "halo_async", lambda _x: None)(x)
-        if finish is None:
+        if finish is None:  # nothing to overlap: fetch the halo, then gather
             src, dst = local_edges(graph)
             rows = graph.gather_with_halo(x).index_select(0, src)
-            return self.lin_l(scatter_max(rows, dst, graph.num_owned)) + self.lin_r(x)
-        inner_src, halo_src, dst = inner_first_edges(graph)
-        root = self.lin_r(x)
-        inner_rows = x.index_select(0, inner_src)
-        rows = torch.cat([inner_rows, finish().index_select(0, halo_src)])
+            root = self.lin_r(x)
+        else:
+            inner_src, halo_src, dst = inner_first_edges(graph)
+            root = self.lin_r(x)  # while the halo travels
+            rows = torch.cat([x.index_select(0, inner_src),
+                              finish().index_select(0, halo_src)])
         return self.lin_l(scatter_max(rows, dst, graph.num_owned)) + root
 
     def extra_repr(self) -> str:

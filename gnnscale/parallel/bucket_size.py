@@ -78,6 +78,12 @@ def _cache_key(comm: Communicator) -> str:
     return f"{comm.backend}|{comm.size}|{','.join(hosts)}"
 
 
+def overlap_bucket_bytes(total_bytes: int, cap: int, floor: int = MIN_BUCKET_BYTES) -> int:
+    """A quarter of the gradients' ``total_bytes``, so that several buckets overlap with
+    backward (a single bucket would overlap nothing), kept within ``[floor, cap]``."""
+    return min(cap, max(floor, total_bytes // 4))
+
+
 def default_bucket_bytes(comm: Communicator, refresh: bool = False) -> int:
     """Bucket size for ``comm`` from the (cached) latency/bandwidth fit; collective call."""
     if comm.size == 1:

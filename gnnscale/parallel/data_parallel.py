@@ -42,7 +42,7 @@ from torch import nn
 from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
 
 from ..comm import Communicator, Work
-from .bucket_size import MIN_BUCKET_BYTES, default_bucket_bytes
+from .bucket_size import default_bucket_bytes, overlap_bucket_bytes
 from .compression import compress, decompress, wire_dtype
 
 
@@ -114,8 +114,7 @@ class DataParallel(nn.Module):
             # the fit's size, but at most a quarter of the gradients: with a single bucket
             # nothing would overlap with backward
             total = sum(p.numel() * p.element_size() for p in self._params)
-            self.bucket_bytes = min(default_bucket_bytes(comm),
-                                    max(MIN_BUCKET_BYTES, total // 4))
+            self.bucket_bytes = overlap_bucket_bytes(total, cap=default_bucket_bytes(comm))
         if sync_parameters and comm.size > 1:
             self._broadcast(list(self._params) + self._buffers_to_sync())
         self._buckets, self._where = self._build_buckets()

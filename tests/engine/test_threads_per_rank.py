@@ -34,13 +34,10 @@ def test_size_kernel_pool_respects_an_explicit_setting(monkeypatch):
 
 
 def test_ranks_launched_by_mpirun_get_their_share_before_numba_starts():
-    code = ("import gnnscale, numba, os; "
+    code = ("import os; os.environ.pop('NUMBA_NUM_THREADS', None); "  # as if never set
+            "import gnnscale, numba; "
             "print('pool', numba.config.NUMBA_NUM_THREADS, os.environ['NUMBA_NUM_THREADS'])")
-    env = {"NUMBA_NUM_THREADS": ""}
-    result = run_mpi(4, [sys.executable, "-c", code.replace("import gnnscale", "import os; "
-                                                             "os.environ.pop('NUMBA_NUM_THREADS'"
-                                                             ", None); import gnnscale")],
-                     env=env)
+    result = run_mpi(4, [sys.executable, "-c", code])
     assert result.returncode == 0, result.stderr
     share = max(1, (os.cpu_count() or 1) // 4)
     lines = [line for line in result.stdout.splitlines() if line.startswith("pool")]
