@@ -23,13 +23,41 @@ def transpose_csr(indptr, indices, num_nodes):
     return out_indptr, out_dst, out_eid
 
 
+def out_neighbours(indptr, indices, num_nodes, dtype=np.int64):
+    """``(out_indptr, out_dst)`` of :func:`transpose_csr` without the edge positions.
+
+    ``out_dst`` has ``dtype`` (e.g. int32 when ``num_nodes < 2**31``, half the memory); the
+    arrays may be memory-mapped.
+    """
+    out_indptr = np.zeros(num_nodes + 1, dtype=np.int64)
+    out_dst = np.empty(indices.shape[0], dtype=dtype)
+    _count_sources(indices, num_nodes, out_indptr)
+    _fill_destinations(indptr, indices, num_nodes, out_indptr, out_dst)
+    return out_indptr, out_dst
+
+
 @numba.njit(cache=True)
-def _transpose(indptr, indices, num_nodes, out_indptr, out_dst, out_eid):
-    num_edges = indices.shape[0]
-    for j in range(num_edges):
+def _count_sources(indices, num_nodes, out_indptr):
+    """``out_indptr`` (zeros on entry) becomes the CSR-by-source row pointer."""
+    for j in range(indices.shape[0]):
         out_indptr[indices[j] + 1] += 1
     for u in range(num_nodes):
         out_indptr[u + 1] += out_indptr[u]
+
+
+@numba.njit(cache=True)
+def _fill_destinations(indptr, indices, num_nodes, out_indptr, out_dst):
+    cursor = out_indptr[:-1].copy()
+    for v in range(num_nodes):
+        for j in range(indptr[v], indptr[v + 1]):
+            u = indices[j]
+            out_dst[cursor[u]] = v
+            cursor[u] += 1
+
+
+@numba.njit(cache=True)
+def _transpose(indptr, indices, num_nodes, out_indptr, out_dst, out_eid):
+    _count_sources(indices, num_nodes, out_indptr)
     cursor = out_indptr[:-1].copy()
     for v in range(num_nodes):
         for j in range(indptr[v], indptr[v + 1]):
