@@ -195,13 +195,14 @@ class PartViewBuilder:
             counts[receiver] = hi - lo
         return np.concatenate(ids) if ids else np.zeros(0, np.int64), counts
 
-    def view(self, part: int, requests=None) -> PartView:
+    def view(self, part: int, requests=None, rows=None) -> PartView:
         """Build the :class:`PartView` of ``part``.
 
         requests: ``(ids, counts)`` as :meth:`requests_of` returns them; computed from every
             part's halo when ``None``.
+        rows: ``(owned, sources)`` as :meth:`rows` returns them, if already read.
         """
-        owned, sources = self.rows(part)
+        owned, sources = rows if rows is not None else self.rows(part)
         halo, halo_owner = self.halo(part, sources)
         if requests is None:
             requests = self.requests_of(part)

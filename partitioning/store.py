@@ -93,7 +93,7 @@ def check_target(out_dir, overwrite: bool = False) -> Path:
 
 
 def write_store(out_dir, graph, partition: Partition, x=None, y=None, masks=None,
-                extra_meta=None, overwrite: bool = False, on_part=None) -> dict:
+                extra_meta=None, overwrite: bool = False, on_part=None, builder=None) -> dict:
     """Write ``partition`` of ``graph`` (with optional node data) as a store at ``out_dir``.
 
     Args:
@@ -106,6 +106,8 @@ def write_store(out_dir, graph, partition: Partition, x=None, y=None, masks=None
         masks: dict name -> bool ``[N]`` (e.g. ``{"train": ..., "val": ..., "test": ...}``).
         extra_meta: JSON-serialisable dict stored under ``"extra"`` (e.g. the dataset name).
         on_part: called with each part's index once its file is written (progress).
+        builder: the edge cut's :class:`~partitioning.local_view.PartViewBuilder` if the caller
+            has one (its halos are reused), else one is made.
 
     An edge cut is written one part at a time from that part's rows (``graph`` and ``x`` may
     be memory-mapped): the peak is about the largest part plus every part's halo ids.
@@ -135,7 +137,7 @@ def write_store(out_dir, graph, partition: Partition, x=None, y=None, masks=None
     except OSError as exc:
         raise PartitionError(f"cannot write store {out_dir}: {exc.strerror}") from None
     try:
-        manifest = _write_files(tmp, graph, g, partition, x, y, masks, extra, on_part)
+        manifest = _write_files(tmp, graph, g, partition, x, y, masks, extra, on_part, builder)
         install_folder(tmp, out_dir)
     except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -148,9 +150,8 @@ def write_store(out_dir, graph, partition: Partition, x=None, y=None, masks=None
 
 
 def _write_files(tmp: Path, graph, g, partition: Partition, x, y, masks, extra,
-                 on_part=None) -> dict:
-    builder = None
-    if partition.kind == "edge_cut":  # one builder: its halos serve the summary and the parts
+                 on_part=None, builder=None) -> dict:
+    if partition.kind == "edge_cut" and builder is None:  # its halos serve summary and parts
         builder = PartViewBuilder.for_graph(graph, partition.node_parts, partition.num_parts)
     # the original object for the summary: it may carry a train_mask
     summary = part_summary(graph, partition, builder=builder)

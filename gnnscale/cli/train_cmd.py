@@ -279,14 +279,16 @@ def _device(name: str) -> torch.device:
 
 
 def _problem_in_memory(args, comm, device):
-    """Every rank loads the whole graph; rank 0 partitions it and broadcasts the assignment."""
+    """Every rank maps the graph (see :mod:`.shared_graph`); rank 0 partitions it and broadcasts
+    the assignment; each rank then reads only its own rows."""
     from partitioning import make_partitioner, part_summary
 
-    from ..engine import LocalProblem
+    from ..engine.mapped_problem import problem_from_shared_graph
     from .partition_cmd import balance_targets
+    from .shared_graph import load_shared_graph
 
+    data = load_shared_graph(args, comm)
     with agreed_failure(comm):
-        data = load_graph(args)
         if comm.size > data.num_nodes:
             raise UsageError(f"{comm.size} ranks but the graph has only {data.num_nodes} nodes; "
                              f"launch at most {data.num_nodes} ranks")
@@ -310,7 +312,7 @@ def _problem_in_memory(args, comm, device):
         parts = torch.from_numpy(partition.node_parts.astype(np.int64)) if comm.rank == 0 \
             else torch.empty(data.num_nodes, dtype=torch.int64)
         node_parts = comm.broadcast(parts, root=0).numpy()
-        problem = LocalProblem.from_graph_data(data, node_parts, comm, device=device)
+        problem = problem_from_shared_graph(data, node_parts, comm, device=device)
     header = ""
     if comm.rank == 0:
         summary = part_summary(data, partition) if comm.size > 1 else None
