@@ -283,7 +283,7 @@ def _problem_in_memory(args, comm, device):
     the assignment; each rank then reads only its own rows."""
     from partitioning import make_partitioner, part_summary
 
-    from ..engine.mapped_problem import problem_from_shared_graph
+    from ..engine import LocalProblem
     from .partition_cmd import balance_targets
     from .shared_graph import load_shared_graph
 
@@ -312,7 +312,7 @@ def _problem_in_memory(args, comm, device):
         parts = torch.from_numpy(partition.node_parts.astype(np.int64)) if comm.rank == 0 \
             else torch.empty(data.num_nodes, dtype=torch.int64)
         node_parts = comm.broadcast(parts, root=0).numpy()
-        problem = problem_from_shared_graph(data, node_parts, comm, device=device)
+        problem = LocalProblem.from_graph_data(data, node_parts, comm, device=device)
     header = ""
     if comm.rank == 0:
         summary = part_summary(data, partition) if comm.size > 1 else None

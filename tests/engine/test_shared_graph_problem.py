@@ -8,7 +8,8 @@ import pytest
 
 from gnnscale.data import load_dataset
 from gnnscale.data.converted import open_converted, write_converted
-from gnnscale.engine.mapped_problem import exchange_halo_requests, problem_from_shared_graph
+from gnnscale.engine import LocalProblem
+from gnnscale.engine.local_problem import exchange_halo_requests
 from partitioning.local_view import PartViewBuilder
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reliability"))
@@ -49,7 +50,7 @@ def test_problem_reads_only_its_rows(mapped):
     node_parts = np.arange(data.num_nodes) % 4
 
     def work(comm):
-        problem = problem_from_shared_graph(graph, node_parts, comm)
+        problem = LocalProblem.from_graph_data(graph, node_parts, comm)
         return problem.x.numpy(), problem.y.numpy(), problem.global_counts
 
     for part, (x, y, counts) in enumerate(run_ranks(4, work)):
