@@ -35,8 +35,8 @@ POLICIES = ("exact", "pipelined", "pipelined:0.9", "delayed:2", "delayed:4", "lo
 
 
 def load(name: str, root: str):
-    """A dataset by name, or ``rmat-<scale>``: issue 6's seeded R-MAT workload (128 random
-    features, 16 classes)."""
+    """A dataset by name, or ``rmat-<scale>``: the seeded R-MAT workload of
+    benchmarks/engine_vs_dgl.py (128 random features, 16 classes)."""
     if name.startswith("rmat-"):
         return load_dataset("rmat", scale=int(name[5:]), num_features=128, num_classes=16,
                             seed=0)
