@@ -90,7 +90,7 @@ class Trainer:
         problem = self.problem
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
-        policy = getattr(problem.graph, "staleness", None)  # stale halos in training only
+        policy = problem.graph.staleness  # stale halos in training only
         if policy is not None:
             policy.begin_step()
         try:
@@ -201,7 +201,7 @@ class Trainer:
 
     def _staleness_report(self) -> dict:
         """Policy and age (epochs) of the halo values the last training step used."""
-        policy = getattr(self.problem.graph, "staleness", None)
+        policy = self.problem.graph.staleness
         if policy is None:
             return {"policy": "exact", "max_age": 0, "mean_age": 0.0}
         return policy.report()

@@ -26,15 +26,13 @@ wrapped PyG convs) are not supported on a vertex cut.
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 import torch
 
 from ..comm import Communicator
 from .halo import HaloPlan
+from .rank_graph import RankGraph
 from .sparse import SparseBlock
 from .staleness import FEATURES, TO_OWNER, ExactPolicy
-
-NORMALISATIONS = ("gcn", "mean", "sum")
 
 
 def vertex_cut_part(graph, node_parts: np.ndarray, edge_parts: np.ndarray, part: int) -> dict:
@@ -124,12 +122,12 @@ class VertexCutAggregate(torch.autograd.Function):
         return plan.accumulate_into_owned(grad_owned, sent), None, None, None, None
 
 
-class VertexCutGraph:
-    """One rank's share of a vertex cut; the same ``aggregate`` interface as ``LocalGraph``."""
+class VertexCutGraph(RankGraph):
+    """One rank's share of a vertex cut: masters own, mirrors play the halo's part."""
 
     def __init__(self, arrays: dict, comm: Communicator, dtype: torch.dtype = torch.float32,
                  device="cpu"):
-        self.comm, self.dtype, self.device = comm, dtype, torch.device(device)
+        super().__init__(comm, dtype, device)
         self.owned_nodes = np.asarray(arrays["owned_nodes"], np.int64)
         self.mirror_nodes = np.asarray(arrays["mirror_nodes"], np.int64)
         self.num_owned = int(self.owned_nodes.size)
@@ -138,10 +136,7 @@ class VertexCutGraph:
         self.indptr = np.asarray(arrays["indptr"], np.int64)
         self.indices = np.asarray(arrays["indices"], np.int64)
         self.halo_plan = _mirror_plan(arrays, comm, self.device)
-        self.staleness = None
         self._exact = ExactPolicy()
-        self._blocks: dict = {}
-        self._constant_cache: dict = {}
         self.in_degree, self.self_loops = self._global_counts()
 
     @property
@@ -173,57 +168,45 @@ class VertexCutGraph:
         total = torch.cat([owned, mirror]).numpy()
         return total[:, 0].astype(np.int64), total[:, 1].astype(np.int64)
 
-    def _weighted(self, kind: str) -> sp.csr_matrix:
-        rows, cols = self._rows(), self.indices
-        if kind == "sum":
-            weights = np.ones(cols.shape[0])
-        elif kind == "mean":
-            weights = 1.0 / self.in_degree[rows].astype(np.float64)
-        elif kind == "gcn":
-            keep = rows != cols
-            loops = np.arange(self.num_owned, dtype=np.int64)  # one unit loop, at the master
-            rows = np.concatenate([rows[keep], loops])
-            cols = np.concatenate([cols[keep], loops])
-            inv_sqrt = 1.0 / np.sqrt((self.in_degree - self.self_loops + 1).astype(np.float64))
-            weights = inv_sqrt[rows] * inv_sqrt[cols]
-        else:
-            raise ValueError(f"unknown normalisation {kind!r}; choose one of "
-                             f"{', '.join(NORMALISATIONS)}")
-        return sp.csr_matrix((weights, (rows, cols)), shape=(self.num_local, self.num_local))
-
     def blocks(self, kind: str):
         """(owned<-owned, owned<-mirror, mirror<-owned, mirror<-mirror) blocks, built once."""
-        if kind not in self._blocks:
-            m, k = self._weighted(kind), self.num_owned
-            self._blocks[kind] = tuple(SparseBlock(block, self.dtype, self.device) for block in
-                                       (m[:k, :k], m[:k, k:], m[k:, :k], m[k:, k:]))
-        return self._blocks[kind]
+        def build():
+            m = self._normalised(self._rows(), self.indices, kind, self.in_degree,
+                                 self.self_loops, self.num_local)
+            k = self.num_owned
+            return tuple(SparseBlock(block, self.dtype, self.device) for block in
+                         (m[:k, :k], m[:k, k:], m[k:, :k], m[k:, k:]))
+        return self._cached_blocks(kind, build)
 
     def aggregate(self, owned: torch.Tensor, kind: str) -> torch.Tensor:
         """Normalised aggregation over every part's edges into this rank's masters."""
-        policy = self.staleness if (self.staleness is not None and self.staleness.active
-                                    and self.halo_plan.exchanges_anything) else None
+        policy = self.active_policy()
         slot = policy.next_slot() if policy is not None else 0
         blocks = self.blocks(kind)
         if not self.halo_plan.exchanges_anything:
             return blocks[0].matmul(owned) if not owned.requires_grad else \
                 _OwnedOnly.apply(owned, blocks[0])
-        constant = not owned.requires_grad and policy is None
-        if constant:
-            hit = self._constant_cache.get(kind)
-            if hit is not None and hit[0] is owned and hit[1] == owned._version:
-                return hit[2]
+        if policy is None:  # a stale result must not be cached
+            hit = self._constant_hit(owned, kind)
+            if hit is not None:
+                return hit
         out = VertexCutAggregate.apply(owned, blocks, self.halo_plan, policy or self._exact, slot)
-        if constant:
-            self._constant_cache[kind] = (owned, owned._version, out)
+        if policy is None:
+            self._remember_constant(owned, kind, out)
         return out
 
     def gather_with_halo(self, owned):
+        """Refused: a vertex cut gives no rank every in-edge of a node (see the module doc)."""
         raise ValueError("this layer needs every edge's source row, which a vertex cut does not "
                          "give; on a vertex cut use gcn, sage (mean/sum) or gin, or partition "
                          "with an edge cut (metis, ldg, fennel, ...)")
 
+    def halo_async(self, owned):
+        """Refused, as :meth:`gather_with_halo`."""
+        self.gather_with_halo(owned)
+
     def local_edge_index(self):
+        """Refused, as :meth:`gather_with_halo`."""
         self.gather_with_halo(None)
 
     def __repr__(self) -> str:
