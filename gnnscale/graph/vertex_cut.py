@@ -35,37 +35,6 @@ from .sparse import SparseBlock
 from .staleness import FEATURES, TO_OWNER, ExactPolicy
 
 
-def vertex_cut_part(graph, node_parts: np.ndarray, edge_parts: np.ndarray, part: int) -> dict:
-    """Arrays of one part of a vertex cut, with the field names of a vertex-cut store part.
-
-    owned_nodes (masters, ascending), mirror_nodes (ordered by (master part, id)), mirror_owner,
-    and a CSR by destination over local nodes (owned then mirrors): ``indptr``, ``indices``.
-    """
-    indptr = np.asarray(graph.indptr, np.int64)
-    indices = np.asarray(graph.indices, np.int64)
-    n = indptr.shape[0] - 1
-    node_parts = np.asarray(node_parts)
-    mine = np.flatnonzero(np.asarray(edge_parts) == part)
-    dst = np.searchsorted(indptr, mine, side="right") - 1
-    src = indices[mine]
-    owned = np.flatnonzero(node_parts == part).astype(np.int64)
-    present = np.unique(np.concatenate([src, dst]))
-    mirrors = present[node_parts[present] != part]
-    owner = node_parts[mirrors]
-    order = np.lexsort((mirrors, owner))
-    mirrors, owner = mirrors[order], owner[order]
-    local = np.concatenate([owned, mirrors])
-    lookup = np.full(n, -1, dtype=np.int64)
-    lookup[local] = np.arange(local.size)
-    rows = lookup[dst]
-    by_row = np.argsort(rows, kind="stable")
-    local_indptr = np.zeros(local.size + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=local.size), out=local_indptr[1:])
-    return {"owned_nodes": owned, "mirror_nodes": mirrors.astype(np.int64),
-            "mirror_owner": owner.astype(np.int32), "indptr": local_indptr,
-            "indices": lookup[src][by_row]}
-
-
 def _mirror_plan(arrays: dict, comm: Communicator, device) -> HaloPlan:
     """Plan whose halo is the mirror set: owners learn who mirrors what (two alltoallv's)."""
     owned = np.asarray(arrays["owned_nodes"], np.int64)
