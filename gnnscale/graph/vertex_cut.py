@@ -67,11 +67,11 @@ class VertexCutAggregate(torch.autograd.Function):
         oo, om, mo, mm = blocks
         ctx.state = (blocks, plan, policy, slot)
         handle = policy.start((slot, "fwd"), owned.index_select(0, plan.send_index), plan,
-                              False, FEATURES)
+                              reverse=False, kind=FEATURES)
         out = oo.matmul(owned)
         mirror = policy.finish(handle, plan).to(owned.dtype)
         partial = mo.matmul(owned) + mm.matmul(mirror)
-        handle = policy.start((slot, "sum"), partial, plan, True, TO_OWNER)
+        handle = policy.start((slot, "sum"), partial, plan, reverse=True, kind=TO_OWNER)
         out = out + om.matmul(mirror)
         return plan.accumulate_into_owned(out, policy.finish(handle, plan))
 
@@ -82,12 +82,12 @@ class VertexCutAggregate(torch.autograd.Function):
             return None, None, None, None, None
         grad_out = grad_out.contiguous()
         handle = policy.start((slot, "bwd"), grad_out.index_select(0, plan.send_index), plan,
-                              False, TO_OWNER)
+                              reverse=False, kind=TO_OWNER)
         grad_owned = oo.matmul_transposed(grad_out)
         grad_mirror_partial = policy.finish(handle, plan).to(grad_out.dtype)
         grad_owned = grad_owned + mo.matmul_transposed(grad_mirror_partial)
         grad_mirror = om.matmul_transposed(grad_out) + mm.matmul_transposed(grad_mirror_partial)
-        sent = policy.exchange((slot, "bwd_sum"), grad_mirror, plan, True, TO_OWNER)
+        sent = policy.exchange((slot, "bwd_sum"), grad_mirror, plan, reverse=True, kind=TO_OWNER)
         return plan.accumulate_into_owned(grad_owned, sent), None, None, None, None
 
 
@@ -130,10 +130,10 @@ class VertexCutGraph(RankGraph):
         owned, mirror = counts[:self.num_owned].clone(), counts[self.num_owned:]
         plan = self.halo_plan
         if plan.exchanges_anything:
-            recv = plan.recv_counts, plan.send_counts
-            plan.accumulate_into_owned(owned, self.comm.alltoallv(mirror.contiguous(), *recv))
+            plan.accumulate_into_owned(owned, self.comm.alltoallv(
+                mirror.contiguous(), *plan.counts(reverse=True)))
             mirror = self.comm.alltoallv(owned.index_select(0, plan.send_index).contiguous(),
-                                         plan.send_counts, plan.recv_counts)
+                                         *plan.counts())
         total = torch.cat([owned, mirror]).numpy()
         return total[:, 0].astype(np.int64), total[:, 1].astype(np.int64)
 
