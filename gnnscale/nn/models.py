@@ -27,7 +27,6 @@ from .gin import GINLayer
 from .norms import NORMS, make_norm
 from .pyg_wrapper import DistributedConv
 
-LAYERS = {"gcn": GCNLayer, "sage": SAGELayer}  # the original two, by class
 MODEL_NAMES = ("gcn", "sage", "sage-max", "gat", "gin", "gatv2", "graphconv")
 ACTIVATIONS = {"relu": F.relu, "elu": F.elu, "gelu": F.gelu}
 
