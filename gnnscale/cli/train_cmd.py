@@ -195,13 +195,9 @@ def run(args) -> int:
                 out_heads=args.out_heads, attn_dropout=args.attn_dropout,
                 residual=args.residual, norm=args.norm, activation=args.activation,
                 train_eps=args.train_eps).to(device)
-    problem.graph.halo_plan.overlap = not args.no_overlap
-    problem.graph.halo_plan.message_dtype = getattr(torch, args.halo_dtype)
-    if args.simulate_network is not None:
-        from ..graph.staleness_netsim import SlowNetwork
-
-        plan = problem.graph.halo_plan
-        plan.comm = SlowNetwork(plan.comm, *args.simulate_network)
+    problem.graph.halo_plan.configure(overlap=not args.no_overlap,
+                                      message_dtype=getattr(torch, args.halo_dtype),
+                                      simulate_network=args.simulate_network)
     problem.graph.staleness = make_policy(args.staleness)
     metrics = ("acc", args.metric)
     trainer = Trainer(model, problem, comm, lr=args.lr, weight_decay=args.weight_decay,
