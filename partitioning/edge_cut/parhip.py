@@ -22,7 +22,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ..csr_ops import out_neighbours
+from ..csr_ops import transpose_csr
 from ..errors import PartitionError
 from ..graph import CSRGraph
 
@@ -105,8 +105,8 @@ def write_parhip(path, graph: CSRGraph, node_weights: np.ndarray | None = None, 
             raise PartitionError(
                 f"node weights must lie in [0, {np.iinfo(weight_dtype).max}], got "
                 f"[{node_weights.min()}, {node_weights.max()}]")
-    out_indptr, out_dst = out_neighbours(graph.indptr, graph.indices, n,
-                                         np.int32 if n < 2**31 else np.int64)
+    out_indptr, out_dst, _ = transpose_csr(graph.indptr, graph.indices, n, edge_ids=False,
+                                           dst_dtype=np.int32 if n < 2**31 else np.int64)
     bound = np.diff(graph.indptr) + np.diff(out_indptr)  # degree before removing repeats
     buf = np.empty(max(int(block_entries), int(bound.max(initial=0))), dtype=id_dtype)
     del bound
