@@ -6,8 +6,8 @@ calls and returns them to the kernel on free, so every epoch pays a page fault (
 kernel's zeroing) for every 4 KiB page again, some 65,000 per such tensor. On a quiet 2-core
 machine a GCN training step on that workload took 1.8 s with glibc's defaults and 0.83 s with
 this setting; ``GNNSCALE_RETAIN_MEMORY=0 python benchmarks/engine_vs_dgl.py --variants gnnscale
---models gcn`` against the same command without the variable measures it (the step times are
-medians of alternating repetitions). :func:`retain_freed_memory` tells glibc
+--models gcn`` against the same command without the variable measures it (each prints the
+median step time). :func:`retain_freed_memory` tells glibc
 to serve large blocks from its heap and not to trim it, so freed pages are reused: the
 process's resident memory stays at its peak (which the trainer reports anyway) instead of
 shrinking between epochs.
