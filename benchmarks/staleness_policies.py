@@ -27,7 +27,6 @@ from gnnscale.data import load_dataset
 from gnnscale.engine import LocalProblem, Trainer
 from gnnscale.engine.vertex_cut_problem import vertex_cut_problem
 from gnnscale.graph.staleness import make_policy
-from gnnscale.graph.staleness_netsim import SlowNetwork
 from gnnscale.nn import GNN
 from partitioning import make_partitioner
 
@@ -54,9 +53,7 @@ def build(data, partitioner, comm, seed):
 def run(problem, data, comm, spec, epochs, metric, seed, slow, hidden):
     graph = problem.graph
     plan = graph.halo_plan
-    real_comm = plan.comm
-    if slow:
-        plan.comm = SlowNetwork(real_comm, latency_s=slow[0], bandwidth_bps=slow[1])
+    plan.configure(simulate_network=tuple(slow) if slow else None)
     graph.staleness = make_policy(spec)
     torch.manual_seed(seed)
     model = GNN("gcn", data.num_features, hidden, data.num_classes, dropout=0.5)
@@ -67,7 +64,8 @@ def run(problem, data, comm, spec, epochs, metric, seed, slow, hidden):
     total = time.perf_counter() - start
     if graph.staleness is not None:
         graph.staleness.close()
-    graph.staleness, plan.comm = None, real_comm
+    graph.staleness = None
+    plan.configure(simulate_network=None)
     bytes_per_epoch = comm.allreduce(torch.tensor([float(r.halo_bytes_sent) for r in records],
                                                   dtype=torch.float64)).numpy()
     times = comm.allreduce(torch.tensor([r.epoch_time_s for r in records], dtype=torch.float64),

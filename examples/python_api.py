@@ -25,12 +25,15 @@ def main() -> None:
     parser.add_argument("--data-root", default=str(SHIPPED),
                         help="data root (default: the repository's datasets/)")
     parser.add_argument("--epochs", type=int, default=200)
+    parser.add_argument("--halo-dtype", default="float32", choices=("float32", "bfloat16"),
+                        help="dtype of halo rows on the wire (bfloat16 halves the bytes)")
     args = parser.parse_args()
 
     comm = init()                                   # MPI under mpirun, a world of one otherwise
     data = load_dataset(args.dataset, root=args.data_root)
     parts = make_partitioner("metis", num_parts=comm.size, seed=0).fit(data).node_parts
     problem = LocalProblem.from_graph_data(data, parts, comm)   # this rank's nodes and halo
+    problem.graph.halo_plan.configure(message_dtype=getattr(torch, args.halo_dtype))
 
     torch.manual_seed(0)                            # the same initial weights on every rank
     model = GNN("gcn", data.num_features, 16, data.num_classes, num_layers=2, dropout=0.5)

@@ -11,7 +11,7 @@ from partitioning.local_view import PartView, PartViewBuilder
 
 from ..comm import Communicator
 from ..errors import UsageError
-from ..graph import LocalGraph
+from ..graph import LocalGraph, RankGraph
 
 SPLITS = ("train", "val", "test")
 
@@ -20,7 +20,7 @@ SPLITS = ("train", "val", "test")
 class LocalProblem:
     """This rank's graph, features, labels and masks, plus global facts every rank agrees on."""
 
-    graph: LocalGraph          # or a VertexCutGraph (same aggregate interface)
+    graph: RankGraph           # a LocalGraph (edge cut) or a VertexCutGraph (vertex cut)
     x: torch.Tensor            # [num_owned, F]
     y: torch.Tensor            # [num_owned] int64
     masks: dict                # split -> bool [num_owned]
