@@ -196,7 +196,8 @@ def train_run(nprocs: int | None, source: list[str], model: str, epochs: int, ou
 
 def step_rmat21_train(args, work: Path) -> dict:
     store = work / "rmat21-metis-4"
-    result = {}
+    result = {"layers": 3, "hidden": args.hidden, "epochs": args.epochs,
+              "memory_limit_gib": args.memory_limit_gib}
     for model in args.models:
         try:
             result[model] = train_run(4, ["--partitions", str(store)], model, args.epochs,
@@ -215,6 +216,8 @@ def step_rmat21_inmemory(args, work: Path) -> dict:
                                      work / "mem1.jsonl", layers=2, hidden=args.hidden)}
     one = runs["one_process"]["peak_rss_bytes"]
     ranks = [r["peak_rss_mb"] * 2**20 for r in runs["ranks_4"]["per_rank"]]
+    runs["config"] = {"model": "gcn", "layers": 2, "hidden": args.hidden,
+                      "partitioner": args.partitioner}
     runs["ratios"] = {"max_rank_over_one_process": max(ranks) / one,
                       "sum_over_one_process": sum(ranks) / one}
     print(json.dumps(runs["ratios"]), flush=True)
@@ -225,7 +228,7 @@ def step_rmat21_peers(args, work: Path) -> dict:
     graph = work / "rmat21"
     dgl_python = subprocess.run(["make", "-s", "dgl-env-path"], capture_output=True, text=True,
                                 cwd=ROOT, check=True).stdout.strip() + "/bin/python"
-    result = {}
+    result = {"layers": 3, "hidden": args.hidden}
     for library, python in (("dgl", dgl_python), ("pyg", sys.executable)):
         for allocator, extra in (("as_installed", {}),
                                  ("tuned_allocator", {"GLIBC_TUNABLES": GLIBC_TUNABLES})):
@@ -234,7 +237,8 @@ def step_rmat21_peers(args, work: Path) -> dict:
                 try:
                     run = timed([python, str(ROOT / "benchmarks/large_graph_peer.py"),
                                  "--library", library, "--model", model, "--dataset",
-                                 str(graph), "--hidden", str(args.hidden)], extra_env={"PYTHONPATH": str(ROOT), **extra})
+                                 str(graph), "--hidden", str(args.hidden)],
+                                extra_env={"PYTHONPATH": str(ROOT), **extra})
                     lines = [ln for ln in run["stdout_tail"].splitlines() if ln.startswith("{")]
                     run.update(json.loads(lines[-1]))
                 except SystemExit as exc:
