@@ -30,7 +30,7 @@ def class_ids(labels: np.ndarray, num_nodes: int, where: str) -> np.ndarray:
         bad = ~np.isfinite(values) | (values != np.floor(values)) | (values < 0)
         if bad.any():
             raise DataError(f"{where} must hold non-negative integer class ids or nan; found "
-                            f"{values[bad][0]!r}")
+                            f"{float(values[bad][0])!r}")
         y = np.full(num_nodes, -1, dtype=np.int64)
         y[labeled] = values.astype(np.int64)
         return y

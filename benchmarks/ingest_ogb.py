@@ -1,0 +1,246 @@
+"""Ingestion speed: a products-sized R-MAT graph read from OGB's CSV and binary layouts.
+
+The graph: ``generate_rmat(scale=21, num_features=100, num_classes=47)`` (2,097,152 nodes,
+every directed CSR entry written as one edge line, 100 float32 features, 47 classes, its
+50/25/25 split). Step ``write`` stores it twice under ``--work``:
+
+- OGB CSV layout (``raw/edge.csv.gz``, ``node-feat.csv.gz``, ``node-label.csv.gz``,
+  ``num-node-list.csv.gz``, ``num-edge-list.csv.gz``, ``split/time/{train,valid,test}.csv.gz``),
+  written with pyarrow's CSV writer through gzip level 1; features as float32's shortest
+  round-trip text, so the file holds them exactly;
+- ``ogb``'s binary layout as ogbn-papers100M ships (``raw/data.npz`` with ``edge_index``,
+  ``node_feat``, ``num_nodes_list``, ``num_edges_list``; ``raw/node-label.npz`` with a float
+  ``node_label [N, 1]``; the same split CSVs), written with ``np.savez_compressed`` as ``ogb``
+  does.
+
+Steps ``new`` (``gnnscale.data.ogb.load_ogb``), ``old`` (the ``np.loadtxt`` reader gnnscale used
+before, kept below only for this comparison) and ``binary``
+(``gnnscale.data.ogb_binary.load_ogb_binary``) each load the graph ``--repeats`` times, every
+load in a fresh subprocess, so its wall time and peak RSS (``ru_maxrss``, the loaded graph
+included) are its own. All three must produce the same graph (a digest of every array is
+compared). Results are merged into ``benchmarks/results/ingest_ogb.json``; run the steps one by
+one under the benchmark lock (each stays under ten minutes at scale 21)::
+
+    flock /tmp/gnnscale-bench.lock python benchmarks/ingest_ogb.py --step write
+    flock /tmp/gnnscale-bench.lock python benchmarks/ingest_ogb.py --step new --repeats 3
+    flock /tmp/gnnscale-bench.lock python benchmarks/ingest_ogb.py --step old --repeats 1
+    flock /tmp/gnnscale-bench.lock python benchmarks/ingest_ogb.py --step binary --repeats 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+RESULTS = ROOT / "benchmarks" / "results" / "ingest_ogb.json"
+FEATURE_ROWS_PER_WRITE = 1 << 16
+
+
+def write(scale: int, features: int, classes: int, work: Path) -> dict:
+    """Generate the R-MAT graph and write it in the OGB CSV and binary layouts under ``work``."""
+    import pyarrow as pa
+    from pyarrow import csv
+
+    from gnnscale.data import generate_rmat
+
+    t0 = time.perf_counter()
+    graph = generate_rmat(scale=scale, num_features=features, num_classes=classes)
+    generated = time.perf_counter() - t0
+    src, dst = graph.edge_index()
+    csv_dir, bin_dir = work / "ogbn_rmat_csv", work / "ogbn_rmat_bin"
+    options = csv.WriteOptions(include_header=False)
+
+    def table(path: Path, columns) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with gzip.open(path, "wb", compresslevel=1) as sink:
+            if isinstance(columns, list):
+                csv.write_csv(pa.table({str(j): c for j, c in enumerate(columns)}), sink, options)
+                return
+            with csv.CSVWriter(sink, columns.schema, write_options=options) as writer:
+                for block in columns:
+                    writer.write_table(block)
+
+    def feature_blocks():
+        for start in range(0, graph.num_nodes, FEATURE_ROWS_PER_WRITE):
+            rows = np.ascontiguousarray(graph.x[start:start + FEATURE_ROWS_PER_WRITE].T)
+            yield pa.table({str(j): rows[j] for j in range(features)})
+
+    t0 = time.perf_counter()
+    raw = csv_dir / "raw"
+    table(raw / "edge.csv.gz", [src, dst])
+    first = next(feature_blocks())
+    table(raw / "node-feat.csv.gz", _Blocks(first.schema, feature_blocks()))
+    table(raw / "node-label.csv.gz", [graph.y])
+    table(raw / "num-node-list.csv.gz", [np.array([graph.num_nodes])])
+    table(raw / "num-edge-list.csv.gz", [np.array([src.size])])
+    for kind, mask in (("train", graph.train_mask), ("valid", graph.val_mask),
+                       ("test", graph.test_mask)):
+        table(csv_dir / "split" / "time" / f"{kind}.csv.gz", [np.flatnonzero(mask)])
+    csv_written = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    (bin_dir / "raw").mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(bin_dir / "raw" / "data.npz", edge_index=np.stack([src, dst]),
+                        node_feat=graph.x, num_nodes_list=np.array([graph.num_nodes]),
+                        num_edges_list=np.array([src.size]))
+    np.savez_compressed(bin_dir / "raw" / "node-label.npz",
+                        node_label=graph.y.astype(np.float64)[:, None])
+    split_dir = bin_dir / "split" / "time"
+    split_dir.mkdir(parents=True, exist_ok=True)
+    for file in (csv_dir / "split" / "time").iterdir():
+        (split_dir / file.name).write_bytes(file.read_bytes())
+    binary_written = time.perf_counter() - t0
+
+    def size(folder: Path) -> int:
+        return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+
+    return {"scale": scale, "num_nodes": graph.num_nodes, "edge_lines": int(src.size),
+            "num_features": features, "num_classes": classes, "generate_s": generated,
+            "write_csv_s": csv_written, "write_binary_s": binary_written,
+            "csv_folder_bytes": size(csv_dir), "binary_folder_bytes": size(bin_dir),
+            "edge_csv_gz_bytes": (raw / "edge.csv.gz").stat().st_size,
+            "node_feat_csv_gz_bytes": (raw / "node-feat.csv.gz").stat().st_size}
+
+
+class _Blocks:
+    """An iterator of pyarrow tables that also tells their schema (for ``CSVWriter``)."""
+
+    def __init__(self, schema, blocks):
+        self.schema, self._blocks = schema, blocks
+
+    def __iter__(self):
+        return iter(self._blocks)
+
+
+# --- the reader gnnscale used before: np.loadtxt on every file (kept only for comparison) ---
+
+def old_read_csv(path: Path, dtype, *, columns: int | None = None) -> np.ndarray:
+    """The former ``gnnscale.data.ogb.read_csv``: ``np.loadtxt`` through Python's gzip."""
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as handle, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table = np.loadtxt(handle, dtype=dtype, delimiter=",", ndmin=2, comments=None)
+    if columns is not None and table.shape[1] != columns:
+        raise ValueError(f"{path} should have {columns} column(s), found {table.shape[1]}")
+    return table
+
+
+def old_load_ogb(folder: Path):
+    """The former ``load_ogb`` read path (one split scheme, all files present)."""
+    from gnnscale.data._csr import csr_by_destination
+    from gnnscale.data.graph_data import GraphData
+
+    raw = folder / "raw"
+    scheme = next(d for d in (folder / "split").iterdir() if d.is_dir())
+    ids = [old_read_csv(scheme / f"{k}.csv.gz", np.int64, columns=1).ravel()
+           for k in ("train", "valid", "test")]
+    edges = old_read_csv(raw / "edge.csv.gz", np.int64, columns=2)
+    features = old_read_csv(raw / "node-feat.csv.gz", np.float32)
+    labels = old_read_csv(raw / "node-label.csv.gz", np.float64)[:, 0]
+    num_nodes = int(old_read_csv(raw / "num-node-list.csv.gz", np.int64).ravel()[0])
+    y = np.where(np.isfinite(labels), labels, -1).astype(np.int64)
+    masks = []
+    for part in ids:
+        mask = np.zeros(num_nodes, dtype=bool)
+        mask[part] = True
+        masks.append(mask)
+    indptr, indices = csr_by_destination(edges[:, 0], edges[:, 1], num_nodes, symmetrize=True)
+    return GraphData(indptr, indices, features, y, *masks, name=folder.name).validate()
+
+
+def measure(kind: str, folder: Path) -> dict:
+    """Load ``folder`` once with reader ``kind``; time, peak RSS and a digest of the result."""
+    if kind == "new":
+        from gnnscale.data.ogb import load_ogb as loader
+    elif kind == "binary":
+        from gnnscale.data.ogb_binary import load_ogb_binary as loader
+    else:
+        loader = old_load_ogb
+    t0 = time.perf_counter()
+    graph = loader(folder)
+    seconds = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    digest = hashlib.sha256()
+    for field in ("indptr", "indices", "x", "y", "train_mask", "val_mask", "test_mask"):
+        digest.update(np.ascontiguousarray(getattr(graph, field)).tobytes())
+    return {"seconds": seconds, "peak_rss_gb": peak, "digest": digest.hexdigest()[:16],
+            "summary": graph.summary()}
+
+
+def run_step(kind: str, work: Path, repeats: int) -> dict:
+    """``repeats`` loads with reader ``kind``, each in a fresh process; medians and all runs."""
+    folder = work / ("ogbn_rmat_bin" if kind == "binary" else "ogbn_rmat_csv")
+    runs = []
+    for _ in range(repeats):
+        out = subprocess.run([sys.executable, __file__, "--measure", kind, "--folder",
+                              str(folder)], check=True, capture_output=True, text=True,
+                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        print(kind, runs[-1], flush=True)
+    if len({r["digest"] for r in runs}) != 1:
+        raise SystemExit(f"{kind}: loads disagree: {[r['digest'] for r in runs]}")
+    return {"reader": kind, "folder": folder.name, "repeats": repeats,
+            "median_s": statistics.median(r["seconds"] for r in runs),
+            "peak_rss_gb": max(r["peak_rss_gb"] for r in runs), "runs": runs,
+            "digest": runs[0]["digest"], "summary": runs[0]["summary"], "cpus": os.cpu_count(),
+            "load_average_before": os.getloadavg()[0]}
+
+
+def merge(step: str, entry: dict, out: Path) -> dict:
+    """Add ``entry`` under ``step`` to the results file; recompute the comparisons."""
+    results = json.loads(out.read_text()) if out.is_file() else {}
+    results[step] = entry
+    loads = {k: results[k] for k in ("new", "old", "binary") if k in results}
+    digests = {k: v["digest"] for k, v in loads.items()}
+    results["same_graph"] = len(set(digests.values())) <= 1
+    if "new" in loads and "old" in loads:
+        results["old_over_new_time"] = loads["old"]["median_s"] / loads["new"]["median_s"]
+        results["old_over_new_peak_rss"] = loads["old"]["peak_rss_gb"] / loads["new"]["peak_rss_gb"]
+    results["command"] = "python benchmarks/ingest_ogb.py --step {write,new,old,binary}"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    if not results["same_graph"]:
+        raise SystemExit(f"readers disagree on the graph: {digests}")
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--step", choices=("write", "new", "old", "binary"))
+    parser.add_argument("--scale", type=int, default=21)
+    parser.add_argument("--features", type=int, default=100)
+    parser.add_argument("--classes", type=int, default=47)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--work", type=Path, default=Path("/tmp/gnnscale-ingest-bench"))
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--measure", choices=("new", "old", "binary"), help=argparse.SUPPRESS)
+    parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.measure:
+        print(json.dumps(measure(args.measure, args.folder)))
+        return
+    if args.step is None:
+        parser.error("choose --step write, new, old or binary")
+    if args.step == "write":
+        entry = write(args.scale, args.features, args.classes, args.work)
+    else:
+        entry = run_step(args.step, args.work, args.repeats)
+    print(json.dumps(merge(args.step, entry, args.out), indent=2))
+
+
+if __name__ == "__main__":
+    main()
