@@ -37,22 +37,21 @@ def _arrow_type(dtype):
         raise TypeError(f"read_csv_table reads int64, float32 or float64, not {dtype}") from None
 
 
-def count_columns(path: Path) -> int:
-    """Number of comma-separated fields on the first non-blank line of ``path`` (0: no line)."""
+def first_line(path: Path) -> bytes:
+    """The first non-blank line of ``path`` (``b""``: none), read through gzip by name."""
     opener = gzip.open if path.name.endswith(".gz") else open
     try:
         with opener(path, "rb") as handle:
             while True:
                 line = handle.readline(_PEEK_BYTES)
-                if not line:
-                    return 0
-                if line.strip():
-                    if len(line) >= _PEEK_BYTES and not line.endswith(b"\n"):
-                        raise DataError(f"{path}: the first line is longer than "
-                                        f"{_PEEK_BYTES} bytes; not a CSV table of numbers")
-                    return line.count(b",") + 1
+                if not line or line.strip():
+                    break
     except (OSError, EOFError, zlib.error) as exc:
         raise DataError(f"{path} is not readable ({type(exc).__name__}: {exc})") from None
+    if len(line) >= _PEEK_BYTES and not line.endswith(b"\n"):
+        raise DataError(f"{path}: the first line is longer than {_PEEK_BYTES} bytes; not a "
+                        "CSV table of numbers")
+    return line
 
 
 def read_csv_table(path, dtype, *, columns: int | None = None, rows: int | None = None,
@@ -74,28 +73,44 @@ def read_csv_table(path, dtype, *, columns: int | None = None, rows: int | None 
         DataError: unreadable file, wrong column count, a value that is not a number.
     """
     import pyarrow as pa
-    from pyarrow import csv
 
     path = Path(path)
     dtype = np.dtype(dtype)
     arrow_type = _arrow_type(dtype)
-    found = count_columns(path)
+    line = first_line(path)
+    found = line.count(b",") + 1 if line else 0
     if found == 0:
         return np.empty((0, columns or 0), dtype=dtype, order=order)
     if columns is not None and found != columns:
         raise DataError(f"{path} should have {columns} column(s), found {found}")
-    names = [f"c{j}" for j in range(found)]
-    read = csv.ReadOptions(column_names=names, block_size=BLOCK_BYTES)
+    # A row must fit in one pyarrow block: start at 4x the first row, grow if a row is longer.
+    block = max(BLOCK_BYTES, 4 * len(line))
+    for attempt in range(4):
+        try:
+            return _read(path, dtype, arrow_type, found, rows, order, block)
+        except pa.ArrowInvalid as exc:
+            if "straddl" not in str(exc) or attempt == 3:
+                raise DataError(f"{path} is not a readable numeric CSV table: "
+                                f"{_describe(exc)}") from None
+            block *= 16
+        except (pa.ArrowException, OSError, EOFError, zlib.error) as exc:
+            raise DataError(f"{path} is not a readable numeric CSV table: "
+                            f"{_describe(exc)}") from None
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _read(path: Path, dtype, arrow_type, num_columns: int, rows, order: str, block: int):
+    from pyarrow import csv
+
+    names = [f"c{j}" for j in range(num_columns)]
+    read = csv.ReadOptions(column_names=names, block_size=block)
     convert = csv.ConvertOptions(column_types={n: arrow_type for n in names},
                                  **({} if dtype.kind == "f" else {"null_values": []}))
-    table = _Filling(found, dtype, order, rows)
-    try:
-        reader = csv.open_csv(path, read_options=read, convert_options=convert,
-                              parse_options=csv.ParseOptions(quote_char=False))
-        for batch in reader:
-            table.add(batch)
-    except (pa.ArrowException, OSError, EOFError, zlib.error) as exc:
-        raise DataError(f"{path} is not a readable numeric CSV table: {_describe(exc)}") from None
+    table = _Filling(num_columns, dtype, order, rows)
+    reader = csv.open_csv(path, read_options=read, convert_options=convert,
+                          parse_options=csv.ParseOptions(quote_char=False))
+    for batch in reader:
+        table.add(batch)
     return table.result()
 
 
