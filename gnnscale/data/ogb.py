@@ -88,8 +88,7 @@ def load_ogb(path, *, split: int = 0, scheme: str | None = None, symmetrize: boo
         raise DataError(f"{edge_file} has {edges.shape[0]} edges but {raw}/num-edge-list says "
                         f"{num_edges}")
     # The CSR is built and the edge list dropped before the features are read: lower peak.
-    indptr, indices = csr_by_destination(edges[:, 0], edges[:, 1], num_nodes,
-                                         symmetrize=symmetrize)
+    indptr, indices = edges_to_csr(edges[:, 0], edges[:, 1], num_nodes, symmetrize, edge_file)
     del edges
     feat_file = find_csv(raw, "node-feat")
     features = None
@@ -118,6 +117,14 @@ def assemble(folder: Path, indptr, indices, features, y, split_ids, *, name: str
     return GraphData(indptr, indices, features, y, *masks,
                      name=name or folder.name.replace("_", "-"),
                      num_classes=num_classes).validate()
+
+
+def edges_to_csr(src, dst, num_nodes: int, symmetrize: bool, origin):
+    """:func:`csr_by_destination` whose errors (an id out of range) name ``origin``."""
+    try:
+        return csr_by_destination(src, dst, num_nodes, symmetrize=symmetrize)
+    except DataError as exc:
+        raise DataError(f"{origin}: {exc}") from None
 
 
 def check_split(split: int) -> None:

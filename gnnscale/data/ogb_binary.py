@@ -24,11 +24,10 @@ from pathlib import Path
 
 import numpy as np
 
-from gnnscale.data._csr import csr_by_destination
 from gnnscale.data.node_labels import class_ids
 from gnnscale.data.npz import npz_keys
 from gnnscale.data.npz_stream import npz_array_header, read_npz_array
-from gnnscale.data.ogb import assemble, check_split, read_split
+from gnnscale.data.ogb import assemble, check_split, edges_to_csr, read_split
 from gnnscale.errors import DataError
 
 REQUIRED_KEYS = ("edge_index", "num_nodes_list", "num_edges_list")
@@ -84,7 +83,8 @@ def load_ogb_binary(path, *, split: int = 0, scheme: str | None = None, symmetri
         raise DataError(f"{data_file}: edge_index has {shape[1]} edges but num_edges_list says "
                         f"{num_edges}")
     edges = read_npz_array(data_file, "edge_index", np.int64)  # rows: sources, destinations
-    indptr, indices = csr_by_destination(edges[0], edges[1], num_nodes, symmetrize=symmetrize)
+    indptr, indices = edges_to_csr(edges[0], edges[1], num_nodes, symmetrize,
+                                   f"{data_file} edge_index")
     del edges
 
     features = None

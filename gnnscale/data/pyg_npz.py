@@ -79,9 +79,12 @@ def load_pyg_npz(path, *, split: int = 0, symmetrize: bool = True, seed: int = 0
     else:
         masks = fraction_split(n, 0.5, 0.25, 0.25, np.random.default_rng([seed, 1, split]),
                                labeled=labels >= 0)
-    return GraphData.from_edge_index(edge_index, n, x, labels, *masks,
-                                     name=name or path.name[:-4], symmetrize=symmetrize,
-                                     num_classes=num_classes).validate()
+    try:
+        return GraphData.from_edge_index(edge_index, n, x, labels, *masks,
+                                         name=name or path.name[:-4], symmetrize=symmetrize,
+                                         num_classes=num_classes).validate()
+    except DataError as exc:
+        raise DataError(f"{path}: {exc}") from None
 
 
 def _pick(mask: np.ndarray, key: str, split: int, n: int, origin: Path) -> np.ndarray:
