@@ -17,10 +17,10 @@ def graph():
 
 
 def arrays_of(graph, **changes):
-    """The arrays a user gets from ``{k: v.numpy() for k, v in graph.to_pyg()}``."""
-    data = graph.to_pyg()
-    arrays = {key: getattr(data, key).numpy() for key in
-              ("edge_index", "x", "y", "train_mask", "val_mask", "test_mask")}
+    """The arrays of ``graph.to_pyg()`` as ``.numpy()`` gives them (without importing torch)."""
+    arrays = {"edge_index": graph.edge_index(), "x": graph.x, "y": graph.y,
+              "train_mask": graph.train_mask, "val_mask": graph.val_mask,
+              "test_mask": graph.test_mask}
     arrays.update(changes)
     return {k: v for k, v in arrays.items() if v is not None}
 
