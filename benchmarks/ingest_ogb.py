@@ -2,7 +2,7 @@
 
 The graph: ``generate_rmat(scale=21, num_features=100, num_classes=47)`` (2,097,152 nodes,
 every directed CSR entry written as one edge line, 100 float32 features, 47 classes, its
-50/25/25 split). Step ``write`` stores it twice under ``--work``:
+50/25/25 split). Steps ``write-csv`` and ``write-binary`` store it under ``--work``:
 
 - OGB CSV layout (``raw/edge.csv.gz``, ``node-feat.csv.gz``, ``node-label.csv.gz``,
   ``num-node-list.csv.gz``, ``num-edge-list.csv.gz``, ``split/time/{train,valid,test}.csv.gz``),
@@ -10,8 +10,8 @@ every directed CSR entry written as one edge line, 100 float32 features, 47 clas
   round-trip text, so the file holds them exactly;
 - ``ogb``'s binary layout as ogbn-papers100M ships (``raw/data.npz`` with ``edge_index``,
   ``node_feat``, ``num_nodes_list``, ``num_edges_list``; ``raw/node-label.npz`` with a float
-  ``node_label [N, 1]``; the same split CSVs), written with ``np.savez_compressed`` as ``ogb``
-  does.
+  ``node_label [N, 1]``; the same split CSVs), deflated zip members as ``ogb``'s
+  ``np.savez_compressed`` writes them, at zlib level 1.
 
 Steps ``new`` (``gnnscale.data.ogb.load_ogb``), ``old`` (the ``np.loadtxt`` reader gnnscale used
 before, kept below only for this comparison) and ``binary``
@@ -21,7 +21,8 @@ included) are its own. All three must produce the same graph (a digest of every 
 compared). Results are merged into ``benchmarks/results/ingest_ogb.json``; run the steps one by
 one under the benchmark lock (each stays under ten minutes at scale 21)::
 
-    flock /tmp/gnnscale-bench.lock python benchmarks/ingest_ogb.py --step write
+    flock /tmp/gnnscale-bench.lock python benchmarks/ingest_ogb.py --step write-csv
+    flock /tmp/gnnscale-bench.lock python benchmarks/ingest_ogb.py --step write-binary
     flock /tmp/gnnscale-bench.lock python benchmarks/ingest_ogb.py --step new --repeats 3
     flock /tmp/gnnscale-bench.lock python benchmarks/ingest_ogb.py --step old --repeats 1
     flock /tmp/gnnscale-bench.lock python benchmarks/ingest_ogb.py --step binary --repeats 3
@@ -40,6 +41,7 @@ import subprocess
 import sys
 import time
 import warnings
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -50,80 +52,93 @@ RESULTS = ROOT / "benchmarks" / "results" / "ingest_ogb.json"
 FEATURE_ROWS_PER_WRITE = 1 << 16
 
 
-def write(scale: int, features: int, classes: int, work: Path) -> dict:
-    """Generate the R-MAT graph and write it in the OGB CSV and binary layouts under ``work``."""
-    import pyarrow as pa
-    from pyarrow import csv
-
+def write(step: str, scale: int, features: int, classes: int, work: Path) -> dict:
+    """Generate the R-MAT graph; write it in the OGB CSV (``write-csv``) or binary layout."""
     from gnnscale.data import generate_rmat
 
     t0 = time.perf_counter()
     graph = generate_rmat(scale=scale, num_features=features, num_classes=classes)
     generated = time.perf_counter() - t0
-    src, dst = graph.edge_index()
-    csv_dir, bin_dir = work / "ogbn_rmat_csv", work / "ogbn_rmat_bin"
+    t0 = time.perf_counter()
+    folder = (_write_csv if step == "write-csv" else _write_binary)(graph, work)
+    return {"scale": scale, "num_nodes": graph.num_nodes, "edge_lines": graph.num_edges,
+            "num_features": features, "num_classes": classes, "generate_s": generated,
+            "write_s": time.perf_counter() - t0, "files": _sizes(folder)}
+
+
+def _sizes(folder: Path) -> dict:
+    return {str(f.relative_to(folder)): f.stat().st_size for f in sorted(folder.rglob("*"))
+            if f.is_file()}
+
+
+def _write_csv(graph, work: Path) -> Path:
+    """OGB CSV layout through pyarrow's CSV writer and gzip level 1."""
+    import pyarrow as pa
+    from pyarrow import csv
+
+    folder = work / "ogbn_rmat_csv"
     options = csv.WriteOptions(include_header=False)
 
-    def table(path: Path, columns) -> None:
+    def table(path: Path, blocks) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with gzip.open(path, "wb", compresslevel=1) as sink:
-            if isinstance(columns, list):
-                csv.write_csv(pa.table({str(j): c for j, c in enumerate(columns)}), sink, options)
-                return
-            with csv.CSVWriter(sink, columns.schema, write_options=options) as writer:
-                for block in columns:
-                    writer.write_table(block)
+        first = next(blocks)
+        with gzip.open(path, "wb", compresslevel=1) as sink, \
+                csv.CSVWriter(sink, first.schema, write_options=options) as writer:
+            writer.write_table(first)
+            for block in blocks:
+                writer.write_table(block)
+
+    def columns(*arrays):
+        yield pa.table({str(j): a for j, a in enumerate(arrays)})
 
     def feature_blocks():
         for start in range(0, graph.num_nodes, FEATURE_ROWS_PER_WRITE):
             rows = np.ascontiguousarray(graph.x[start:start + FEATURE_ROWS_PER_WRITE].T)
-            yield pa.table({str(j): rows[j] for j in range(features)})
+            yield pa.table({str(j): rows[j] for j in range(rows.shape[0])})
 
-    t0 = time.perf_counter()
-    raw = csv_dir / "raw"
-    table(raw / "edge.csv.gz", [src, dst])
-    first = next(feature_blocks())
-    table(raw / "node-feat.csv.gz", _Blocks(first.schema, feature_blocks()))
-    table(raw / "node-label.csv.gz", [graph.y])
-    table(raw / "num-node-list.csv.gz", [np.array([graph.num_nodes])])
-    table(raw / "num-edge-list.csv.gz", [np.array([src.size])])
+    raw = folder / "raw"
+    src, dst = graph.edge_index()
+    table(raw / "edge.csv.gz", columns(src, dst))
+    del src, dst
+    table(raw / "node-feat.csv.gz", feature_blocks())
+    table(raw / "node-label.csv.gz", columns(graph.y))
+    table(raw / "num-node-list.csv.gz", columns(np.array([graph.num_nodes])))
+    table(raw / "num-edge-list.csv.gz", columns(np.array([graph.num_edges])))
+    _write_split(graph, folder)
+    return folder
+
+
+def _write_split(graph, folder: Path) -> None:
+    split = folder / "split" / "time"
+    split.mkdir(parents=True, exist_ok=True)
     for kind, mask in (("train", graph.train_mask), ("valid", graph.val_mask),
                        ("test", graph.test_mask)):
-        table(csv_dir / "split" / "time" / f"{kind}.csv.gz", [np.flatnonzero(mask)])
-    csv_written = time.perf_counter() - t0
-
-    t0 = time.perf_counter()
-    (bin_dir / "raw").mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(bin_dir / "raw" / "data.npz", edge_index=np.stack([src, dst]),
-                        node_feat=graph.x, num_nodes_list=np.array([graph.num_nodes]),
-                        num_edges_list=np.array([src.size]))
-    np.savez_compressed(bin_dir / "raw" / "node-label.npz",
-                        node_label=graph.y.astype(np.float64)[:, None])
-    split_dir = bin_dir / "split" / "time"
-    split_dir.mkdir(parents=True, exist_ok=True)
-    for file in (csv_dir / "split" / "time").iterdir():
-        (split_dir / file.name).write_bytes(file.read_bytes())
-    binary_written = time.perf_counter() - t0
-
-    def size(folder: Path) -> int:
-        return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
-
-    return {"scale": scale, "num_nodes": graph.num_nodes, "edge_lines": int(src.size),
-            "num_features": features, "num_classes": classes, "generate_s": generated,
-            "write_csv_s": csv_written, "write_binary_s": binary_written,
-            "csv_folder_bytes": size(csv_dir), "binary_folder_bytes": size(bin_dir),
-            "edge_csv_gz_bytes": (raw / "edge.csv.gz").stat().st_size,
-            "node_feat_csv_gz_bytes": (raw / "node-feat.csv.gz").stat().st_size}
+        with gzip.open(split / f"{kind}.csv.gz", "wt", compresslevel=1) as handle:
+            np.savetxt(handle, np.flatnonzero(mask), fmt="%d")
 
 
-class _Blocks:
-    """An iterator of pyarrow tables that also tells their schema (for ``CSVWriter``)."""
+def _write_binary(graph, work: Path) -> Path:
+    """``ogb``'s binary layout: deflated ``.npz`` members as ``np.savez_compressed`` writes them,
+    at zlib level 1 instead of 6 so that writing 1.9 GB stays within minutes."""
+    folder = work / "ogbn_rmat_bin"
+    (folder / "raw").mkdir(parents=True, exist_ok=True)
+    src, dst = graph.edge_index()
+    _savez_deflated(folder / "raw" / "data.npz", edge_index=np.stack([src, dst]),
+                    node_feat=graph.x, num_nodes_list=np.array([graph.num_nodes]),
+                    num_edges_list=np.array([src.size]))
+    del src, dst
+    _savez_deflated(folder / "raw" / "node-label.npz",
+                    node_label=graph.y.astype(np.float64)[:, None])
+    _write_split(graph, folder)
+    return folder
 
-    def __init__(self, schema, blocks):
-        self.schema, self._blocks = schema, blocks
 
-    def __iter__(self):
-        return iter(self._blocks)
+def _savez_deflated(path: Path, **arrays) -> None:
+    """``np.savez_compressed`` with a chosen zlib level (numpy's own always uses level 6)."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
+        for key, value in arrays.items():
+            with archive.open(f"{key}.npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asanyarray(value), allow_pickle=False)
 
 
 # --- the reader gnnscale used before: np.loadtxt on every file (kept only for comparison) ---
@@ -210,7 +225,8 @@ def merge(step: str, entry: dict, out: Path) -> dict:
     if "new" in loads and "old" in loads:
         results["old_over_new_time"] = loads["old"]["median_s"] / loads["new"]["median_s"]
         results["old_over_new_peak_rss"] = loads["old"]["peak_rss_gb"] / loads["new"]["peak_rss_gb"]
-    results["command"] = "python benchmarks/ingest_ogb.py --step {write,new,old,binary}"
+    results["command"] = ("python benchmarks/ingest_ogb.py --step "
+                          "{write-csv,write-binary,new,old,binary}")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n")
     if not results["same_graph"]:
@@ -220,7 +236,7 @@ def merge(step: str, entry: dict, out: Path) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--step", choices=("write", "new", "old", "binary"))
+    parser.add_argument("--step", choices=("write-csv", "write-binary", "new", "old", "binary"))
     parser.add_argument("--scale", type=int, default=21)
     parser.add_argument("--features", type=int, default=100)
     parser.add_argument("--classes", type=int, default=47)
@@ -234,9 +250,9 @@ def main() -> None:
         print(json.dumps(measure(args.measure, args.folder)))
         return
     if args.step is None:
-        parser.error("choose --step write, new, old or binary")
-    if args.step == "write":
-        entry = write(args.scale, args.features, args.classes, args.work)
+        parser.error("choose --step write-csv, write-binary, new, old or binary")
+    if args.step.startswith("write"):
+        entry = write(args.step, args.scale, args.features, args.classes, args.work)
     else:
         entry = run_step(args.step, args.work, args.repeats)
     print(json.dumps(merge(args.step, entry, args.out), indent=2))
