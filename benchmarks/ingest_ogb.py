@@ -19,13 +19,14 @@ before, kept below only for this comparison) and ``binary``
 load in a fresh subprocess, so its wall time and peak RSS (``ru_maxrss``, the loaded graph
 included) are its own. All three must produce the same graph (a digest of every array is
 compared). Results are merged into ``benchmarks/results/ingest_ogb.json``; run the steps one by
-one under the benchmark lock (each stays under ten minutes at scale 21)::
+one under the benchmark lock (each stays under ten minutes at scale 21; a load step run again
+adds its runs to the earlier ones of the same readers, ``--fresh`` starts over)::
 
     flock /tmp/gnnscale-bench.lock python benchmarks/ingest_ogb.py --step write-csv
     flock /tmp/gnnscale-bench.lock python benchmarks/ingest_ogb.py --step write-binary
-    flock /tmp/gnnscale-bench.lock python benchmarks/ingest_ogb.py --step new --repeats 3
-    flock /tmp/gnnscale-bench.lock python benchmarks/ingest_ogb.py --step old --repeats 1
-    flock /tmp/gnnscale-bench.lock python benchmarks/ingest_ogb.py --step binary --repeats 3
+    flock /tmp/gnnscale-bench.lock python benchmarks/ingest_ogb.py --step new old --repeats 1
+    flock /tmp/gnnscale-bench.lock python benchmarks/ingest_ogb.py --step new old --repeats 1
+    flock /tmp/gnnscale-bench.lock python benchmarks/ingest_ogb.py --step binary new --repeats 2
 """
 
 from __future__ import annotations
@@ -196,37 +197,45 @@ def measure(kind: str, folder: Path) -> dict:
             "summary": graph.summary()}
 
 
-def run_step(kind: str, work: Path, repeats: int) -> dict:
-    """``repeats`` loads with reader ``kind``, each in a fresh process; medians and all runs."""
-    folder = work / ("ogbn_rmat_bin" if kind == "binary" else "ogbn_rmat_csv")
-    runs = []
+def run_steps(kinds, work: Path, repeats: int, earlier: dict) -> dict:
+    """``repeats`` loads with each reader in ``kinds``, interleaved (new, old, new, old, ...),
+    each in a fresh process; per reader the median time, the largest peak RSS and all runs,
+    counting the runs of ``earlier`` (a previous result of the same readers) too."""
+    runs = {kind: list(earlier.get(kind, {}).get("runs", [])) for kind in kinds}
     for _ in range(repeats):
-        out = subprocess.run([sys.executable, __file__, "--measure", kind, "--folder",
-                              str(folder)], check=True, capture_output=True, text=True,
-                             env={**os.environ, "PYTHONPATH": str(ROOT)})
-        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
-        print(kind, runs[-1], flush=True)
-    if len({r["digest"] for r in runs}) != 1:
-        raise SystemExit(f"{kind}: loads disagree: {[r['digest'] for r in runs]}")
-    return {"reader": kind, "folder": folder.name, "repeats": repeats,
-            "median_s": statistics.median(r["seconds"] for r in runs),
-            "peak_rss_gb": max(r["peak_rss_gb"] for r in runs), "runs": runs,
-            "digest": runs[0]["digest"], "summary": runs[0]["summary"], "cpus": os.cpu_count(),
-            "load_average_before": os.getloadavg()[0]}
+        for kind in kinds:
+            folder = work / ("ogbn_rmat_bin" if kind == "binary" else "ogbn_rmat_csv")
+            load = os.getloadavg()[0]
+            out = subprocess.run([sys.executable, __file__, "--measure", kind, "--folder",
+                                  str(folder)], check=True, capture_output=True, text=True,
+                                 env={**os.environ, "PYTHONPATH": str(ROOT)})
+            runs[kind].append({**json.loads(out.stdout.strip().splitlines()[-1]),
+                               "load_average_before": load})
+            print(kind, runs[kind][-1], flush=True)
+    entries = {}
+    for kind, done in runs.items():
+        if len({r["digest"] for r in done}) != 1:
+            raise SystemExit(f"{kind}: loads disagree: {[r['digest'] for r in done]}")
+        folder = work / ("ogbn_rmat_bin" if kind == "binary" else "ogbn_rmat_csv")
+        entries[kind] = {"reader": kind, "folder": folder.name, "repeats": len(done),
+                         "median_s": statistics.median(r["seconds"] for r in done),
+                         "peak_rss_gb": max(r["peak_rss_gb"] for r in done), "runs": done,
+                         "digest": done[0]["digest"], "summary": done[0]["summary"],
+                         "cpus": os.cpu_count(), "files": _sizes(folder),
+                         "interleaved_with": [k for k in kinds if k != kind]}
+    return entries
 
 
-def merge(step: str, entry: dict, out: Path) -> dict:
-    """Add ``entry`` under ``step`` to the results file; recompute the comparisons."""
+def merge(label: str, entry: dict, out: Path) -> dict:
+    """Store ``entry`` under ``label`` in the results file; check every load saw one graph."""
     results = json.loads(out.read_text()) if out.is_file() else {}
-    results[step] = entry
-    loads = {k: results[k] for k in ("new", "old", "binary") if k in results}
-    digests = {k: v["digest"] for k, v in loads.items()}
+    results[label] = entry
+    digests = {f"{step}/{kind}": load["digest"] for step, value in results.items()
+               if isinstance(value, dict) for kind, load in value.items()
+               if isinstance(load, dict) and "digest" in load}
     results["same_graph"] = len(set(digests.values())) <= 1
-    if "new" in loads and "old" in loads:
-        results["old_over_new_time"] = loads["old"]["median_s"] / loads["new"]["median_s"]
-        results["old_over_new_peak_rss"] = loads["old"]["peak_rss_gb"] / loads["new"]["peak_rss_gb"]
     results["command"] = ("python benchmarks/ingest_ogb.py --step "
-                          "{write-csv,write-binary,new,old,binary}")
+                          "{write-csv | write-binary | new old | binary new}")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n")
     if not results["same_graph"]:
@@ -234,15 +243,31 @@ def merge(step: str, entry: dict, out: Path) -> dict:
     return results
 
 
+def ratios(entries: dict) -> dict:
+    """Time and peak-RSS ratios of every reader over the first one (measured in the same run)."""
+    kinds = list(entries)
+    base = entries[kinds[0]]
+    out = {}
+    for kind in kinds[1:]:
+        out[f"{kind}_over_{kinds[0]}_time"] = entries[kind]["median_s"] / base["median_s"]
+        out[f"{kind}_over_{kinds[0]}_peak_rss"] = entries[kind]["peak_rss_gb"] / \
+            base["peak_rss_gb"]
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--step", choices=("write-csv", "write-binary", "new", "old", "binary"))
+    parser.add_argument("--step", nargs="+",
+                        choices=("write-csv", "write-binary", "new", "old", "binary"),
+                        help="one write step, or one or more readers (loads interleaved)")
     parser.add_argument("--scale", type=int, default=21)
     parser.add_argument("--features", type=int, default=100)
     parser.add_argument("--classes", type=int, default=47)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--work", type=Path, default=Path("/tmp/gnnscale-ingest-bench"))
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--fresh", action="store_true",
+                        help="drop earlier runs of the same readers instead of adding to them")
     parser.add_argument("--measure", choices=("new", "old", "binary"), help=argparse.SUPPRESS)
     parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -251,11 +276,20 @@ def main() -> None:
         return
     if args.step is None:
         parser.error("choose --step write-csv, write-binary, new, old or binary")
-    if args.step.startswith("write"):
-        entry = write(args.step, args.scale, args.features, args.classes, args.work)
+    writes = [s for s in args.step if s.startswith("write")]
+    if writes and len(args.step) > 1:
+        parser.error("a write step runs alone")
+    if writes:
+        label, entry = writes[0], write(writes[0], args.scale, args.features, args.classes,
+                                        args.work)
     else:
-        entry = run_step(args.step, args.work, args.repeats)
-    print(json.dumps(merge(args.step, entry, args.out), indent=2))
+        kinds = list(dict.fromkeys(args.step))
+        label = "load " + " ".join(kinds)
+        earlier = json.loads(args.out.read_text()).get(label, {}) \
+            if args.out.is_file() and not args.fresh else {}
+        entry = run_steps(kinds, args.work, args.repeats, earlier)
+        entry = {**entry, **ratios(entry)}
+    print(json.dumps(merge(label, entry, args.out), indent=2))
 
 
 if __name__ == "__main__":
