@@ -17,8 +17,9 @@ usually does (the ``ogb`` loader itself adds reverse edges only for some dataset
 
 The CSV files are parsed by :func:`gnnscale.data.csv_table.read_csv_table` (pyarrow, batch by
 batch straight into int64 ids and float32 features). Labels that are ``nan`` mark unlabelled
-nodes (``y = -1``); a split that lists one is refused. ``ogb``'s binary layout
-(``raw/data.npz``, e.g. ogbn-papers100M) is read by :mod:`gnnscale.data.ogb_binary`.
+nodes (``y = -1``); a split that lists one is refused. The binary layout of the large sets
+(``ogbn-papers100M`` from ``papers100M-bin.zip``: ``raw/data.npz``, ``raw/node-label.npz``) is
+read by :mod:`gnnscale.data.ogb_binary`; :func:`load_ogb` hands such a folder to it.
 """
 
 from __future__ import annotations
@@ -46,6 +47,13 @@ def find_csv(folder: Path, stem: str) -> Path | None:
     return None
 
 
+def is_binary_layout(folder) -> bool:
+    """Whether ``folder/raw`` holds ``ogb``'s binary files (``data.npz``, or the heterogeneous
+    ``edge_index_dict.npz``) rather than CSV ones."""
+    raw = Path(folder) / "raw"
+    return (raw / "data.npz").is_file() or (raw / "edge_index_dict.npz").is_file()
+
+
 def split_schemes(folder) -> list[str]:
     """Names of the split folders under ``<folder>/split`` (sorted)."""
     split_dir = Path(folder) / "split"
@@ -68,8 +76,13 @@ def load_ogb(path, *, split: int = 0, scheme: str | None = None, symmetrize: boo
     folder = Path(path)
     raw = folder / "raw"
     edge_file = find_csv(raw, "edge")
+    if edge_file is None and is_binary_layout(folder):
+        from gnnscale.data.ogb_binary import load_ogb_binary
+
+        return load_ogb_binary(folder, split=split, scheme=scheme, symmetrize=symmetrize,
+                               num_classes=num_classes, name=name)
     if edge_file is None:
-        raise DataError(f"OGB folder {folder} has no raw/edge.csv.gz")
+        raise DataError(f"OGB folder {folder} has no raw/edge.csv.gz (nor raw/data.npz)")
     check_split(split)
     split_ids = read_split(folder, scheme)  # first: a missing split fails before the big files
     label_file = find_csv(raw, "node-label")

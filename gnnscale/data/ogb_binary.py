@@ -27,7 +27,8 @@ import numpy as np
 from gnnscale.data.node_labels import class_ids
 from gnnscale.data.npz import npz_keys
 from gnnscale.data.npz_stream import npz_array_header, read_npz_array
-from gnnscale.data.ogb import assemble, check_split, edges_to_csr, read_split
+from gnnscale.data.ogb import (assemble, check_split, edges_to_csr, is_binary_layout,
+                               read_split)
 from gnnscale.errors import DataError
 
 REQUIRED_KEYS = ("edge_index", "num_nodes_list", "num_edges_list")
@@ -36,9 +37,7 @@ REQUIRED_KEYS = ("edge_index", "num_nodes_list", "num_edges_list")
 def is_ogb_binary(folder) -> bool:
     """Whether ``folder`` looks like a binary OGB folder (``raw/data.npz`` or the heterogeneous
     ``raw/edge_index_dict.npz``, plus ``split/``)."""
-    raw = Path(folder) / "raw"
-    return ((raw / "data.npz").is_file() or (raw / "edge_index_dict.npz").is_file()) \
-        and (Path(folder) / "split").is_dir()
+    return is_binary_layout(folder) and (Path(folder) / "split").is_dir()
 
 
 def load_ogb_binary(path, *, split: int = 0, scheme: str | None = None, symmetrize: bool = True,
