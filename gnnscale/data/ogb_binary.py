@@ -20,6 +20,7 @@ file are refused.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -99,10 +100,11 @@ def load_ogb_binary(path, *, split: int = 0, scheme: str | None = None, symmetri
 
 def _single(path: Path, key: str) -> int:
     """The one count in array ``key`` (``ogb`` stores one entry per graph)."""
-    values = read_npz_array(path, key)
-    if values.size != 1 or values.dtype.kind not in "iu":
+    shape, dtype = npz_array_header(path, key)
+    if math.prod(shape) != 1 or dtype.kind not in "iu":
         raise DataError(f"{path}: {key} must hold one integer (a single graph), got "
-                        f"{values.dtype} {list(values.shape)}")
+                        f"{dtype} {list(shape)}")
+    values = read_npz_array(path, key)
     if int(values.ravel()[0]) < 0:
         raise DataError(f"{path}: {key} holds a negative count {int(values.ravel()[0])}")
     return int(values.ravel()[0])
