@@ -24,9 +24,8 @@ adds its runs to the earlier ones of the same readers, ``--fresh`` starts over):
 
     flock /tmp/gnnscale-bench.lock python benchmarks/ingest_ogb.py --step write-csv
     flock /tmp/gnnscale-bench.lock python benchmarks/ingest_ogb.py --step write-binary
-    flock /tmp/gnnscale-bench.lock python benchmarks/ingest_ogb.py --step new old --repeats 1
-    flock /tmp/gnnscale-bench.lock python benchmarks/ingest_ogb.py --step new old --repeats 1
-    flock /tmp/gnnscale-bench.lock python benchmarks/ingest_ogb.py --step binary new --repeats 2
+    flock /tmp/gnnscale-bench.lock python benchmarks/ingest_ogb.py --step new old binary --repeats 1
+    flock /tmp/gnnscale-bench.lock python benchmarks/ingest_ogb.py --step new old binary --repeats 1
 """
 
 from __future__ import annotations
@@ -186,14 +185,17 @@ def measure(kind: str, folder: Path) -> dict:
         from gnnscale.data.ogb_binary import load_ogb_binary as loader
     else:
         loader = old_load_ogb
+    before = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.perf_counter()
     graph = loader(folder)
     seconds = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = usage.ru_utime + usage.ru_stime - before.ru_utime - before.ru_stime
+    peak = usage.ru_maxrss / 2**20
     digest = hashlib.sha256()
     for field in ("indptr", "indices", "x", "y", "train_mask", "val_mask", "test_mask"):
         digest.update(np.ascontiguousarray(getattr(graph, field)).tobytes())
-    return {"seconds": seconds, "peak_rss_gb": peak, "digest": digest.hexdigest()[:16],
+    return {"seconds": seconds, "cpu_s": cpu, "peak_rss_gb": peak, "digest": digest.hexdigest()[:16],
             "summary": graph.summary()}
 
 
@@ -235,7 +237,7 @@ def merge(label: str, entry: dict, out: Path) -> dict:
                if isinstance(load, dict) and "digest" in load}
     results["same_graph"] = len(set(digests.values())) <= 1
     results["command"] = ("python benchmarks/ingest_ogb.py --step "
-                          "{write-csv | write-binary | new old | binary new}")
+                          "{write-csv | write-binary | new old binary}")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n")
     if not results["same_graph"]:
