@@ -195,7 +195,8 @@ def measure(kind: str, folder: Path) -> dict:
     digest = hashlib.sha256()
     for field in ("indptr", "indices", "x", "y", "train_mask", "val_mask", "test_mask"):
         digest.update(np.ascontiguousarray(getattr(graph, field)).tobytes())
-    return {"seconds": seconds, "cpu_s": cpu, "peak_rss_gb": peak, "digest": digest.hexdigest()[:16],
+    return {"seconds": seconds, "cpu_s": cpu, "peak_rss_gb": peak,
+            "digest": digest.hexdigest()[:16],
             "summary": graph.summary()}
 
 
