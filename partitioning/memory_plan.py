@@ -3,7 +3,7 @@
 Phases (bytes per rank; ``N``/``E``: nodes/edges of the graph, ``F`` features, ``P`` parts,
 part ``p`` with ``N_p`` owned nodes, ``E_p`` local edges, ``H_p`` halo rows):
 
-* ``load``: the runtime (interpreter, torch, numpy, MPI: ``baseline_bytes``) plus the graph
+* ``load``: the runtime (interpreter, libraries, MPI: :data:`BASELINE_BYTES`) plus the graph
   (``8 (N+1) + 8 E`` CSR, ``4 N F`` features, ``8 N`` labels, ``3 N`` masks) plus what the
   input layout needs while it reads (:data:`LOADING`, per edge and per node).
 * ``partition``: the graph plus the method's working memory (:data:`PARTITIONING`); in an
@@ -32,11 +32,12 @@ import numpy as np
 from .errors import PartitionError
 
 __all__ = ["DatasetShape", "plan_memory", "balanced_workload", "LOADING", "PARTITIONING",
-           "BASELINE_BYTES", "format_plan"]
+           "BASELINE_BYTES", "format_plan", "format_bytes", "partitioning_cost"]
 
-#: resident memory of a rank before it loads anything (Python, torch, numpy, scipy, numba,
-#: mpi4py), measured on this host with ``benchmarks/memory_plan_validation.py``.
-BASELINE_BYTES = 420 * 2**20
+#: peak resident memory of a command on a graph too small to matter (Python, torch, numpy,
+#: scipy, numba and its compiled kernels, MPI), measured on this host: ``gnnscale train`` on
+#: a 300-node graph (1 and 2 ranks: 514-528 MiB), ``gnnscale partition`` (379 MiB).
+BASELINE_BYTES = {"train": 520 * 2**20, "partition": 380 * 2**20}
 
 #: input layout -> transient bytes (per edge, per node) while loading, on top of the graph.
 LOADING = {
@@ -120,6 +121,14 @@ def balanced_workload(shape: DatasetShape, parts: int, edge_imbalance: float = 1
                                 num_nodes=shape.num_nodes, num_edges=shape.num_edges)
 
 
+def partitioning_cost(method: str) -> tuple[float, float]:
+    """(bytes per edge, bytes per node) a partitioner works with; a method without an entry is
+    assumed to need as much as the hungriest known one (a plan errs on the side of caution)."""
+    if method in PARTITIONING:
+        return PARTITIONING[method]
+    return max(PARTITIONING.values())
+
+
 def _training_bytes(shape: DatasetShape, spec, work: dict) -> tuple[np.ndarray, np.ndarray]:
     """(train, eval) bytes per rank on top of the runtime."""
     n, halo = work["nodes"], np.asarray(work["recv_rows"]).sum(1)
@@ -148,7 +157,7 @@ def _training_bytes(shape: DatasetShape, spec, work: dict) -> tuple[np.ndarray, 
 
 
 def plan_memory(shape: DatasetShape, spec, work: dict, *, partition_method: str | None = None,
-                mode: str = "in-memory", baseline_bytes: float = BASELINE_BYTES) -> dict:
+                mode: str = "in-memory", baseline_bytes: float | None = None) -> dict:
     """Per-rank, per-phase peak bytes of a run.
 
     Args:
@@ -156,21 +165,22 @@ def plan_memory(shape: DatasetShape, spec, work: dict, *, partition_method: str 
         spec: the model (:class:`partitioning.cost_model.ModelSpec`).
         work: the partition's workload (:func:`partitioning.workload.part_workload` or
             :func:`balanced_workload`).
-        partition_method: the partitioner (a key of :data:`PARTITIONING`); None: no
+        partition_method: the partitioner (see :func:`partitioning_cost`); None: no
             partitioning phase.
         mode: ``"in-memory"`` (``gnnscale train`` without a store: every rank loads the graph,
             rank 0 partitions), ``"store"`` (``train --partitions``: a rank reads its part) or
             ``"partition"`` (``gnnscale partition``: one process loads, partitions, writes).
+        baseline_bytes: the runtime's own memory per process (default: :data:`BASELINE_BYTES`
+            of the command).
     Returns: ``phases`` (name -> per-rank bytes), ``per_rank_peak``, ``peak_bytes``,
     ``peak_rank``, ``peak_phase``.
     """
     if mode not in ("in-memory", "store", "partition"):
         raise PartitionError(f"unknown mode {mode!r}; choose in-memory, store or partition")
-    if partition_method is not None and partition_method not in PARTITIONING:
-        raise PartitionError(f"the memory plan has no entry for partitioner "
-                             f"{partition_method!r}; it knows {', '.join(sorted(PARTITIONING))}")
     p = int(work["num_parts"])
     n, e = shape.num_nodes, shape.num_edges
+    if baseline_bytes is None:
+        baseline_bytes = BASELINE_BYTES["partition" if mode == "partition" else "train"]
     base = np.full(p if mode != "partition" else 1, float(baseline_bytes))
     per_edge, per_node = LOADING[shape.layout]
     graph = shape.graph_bytes
@@ -179,7 +189,7 @@ def plan_memory(shape: DatasetShape, spec, work: dict, *, partition_method: str 
     if mode in ("in-memory", "partition"):
         phases["load"] = loading
         if partition_method is not None:
-            pe, pn = PARTITIONING[partition_method]
+            pe, pn = partitioning_cost(partition_method)
             part = base + graph + 8.0 * n
             part[0] += pe * e + pn * n
             phases["partition"] = part
@@ -212,11 +222,12 @@ def format_plan(plan: dict) -> str:
     lines = [f"{'phase':<10} {'largest rank':>12} {'bytes':>12}"]
     for name, values in plan["phases"].items():
         values = np.asarray(values)
-        lines.append(f"{name:<10} {int(np.argmax(values)):>12} {_gib(values.max()):>12}")
+        lines.append(f"{name:<10} {int(np.argmax(values)):>12} {format_bytes(values.max()):>12}")
     lines.append(f"peak: rank {plan['peak_rank']} in phase {plan['peak_phase']}, "
-                 f"{_gib(plan['peak_bytes'])}")
+                 f"{format_bytes(plan['peak_bytes'])}")
     return "\n".join(lines)
 
 
-def _gib(num: float) -> str:
+def format_bytes(num: float) -> str:
+    """``1.23 GiB`` or ``456 MiB``."""
     return f"{num / 2**30:.2f} GiB" if num >= 2**30 else f"{num / 2**20:.0f} MiB"

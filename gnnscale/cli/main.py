@@ -1,4 +1,4 @@
-"""``gnnscale`` command line: ``train``, ``partition``, ``tune``, ``info``."""
+"""``gnnscale`` command line: ``train``, ``partition``, ``tune``, ``plan``, ``info``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import sys
 from .common import OneLineParser, formatter, run_entry_point
 
 # Sub-commands live one per module; each exposes add_parser(subparsers) and run(args).
-SUBCOMMAND_MODULES = ("train_cmd", "partition_cmd", "tune_cmd", "info_cmd", "plot_cmd")
+SUBCOMMAND_MODULES = ("train_cmd", "partition_cmd", "tune_cmd", "plan_cmd", "info_cmd",
+                      "plot_cmd")
 
 
 def build_parser() -> OneLineParser:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from . import memory_check
 from .arguments import add_dataset_arguments, key_value, load_graph, positive_int
 from .common import formatter, say
 
@@ -53,6 +54,7 @@ def add_parser(subparsers) -> None:
     out.add_argument("--feature-bytes", type=positive_int, default=None,
                      help="bytes per feature row for the halo-volume report; None means "
                           "4 x the dataset's feature width")
+    memory_check.add_memory_plan_argument(part)
     p.set_defaults(func=run)
 
 
@@ -66,6 +68,7 @@ def run(args) -> int:
                                    **method_params(args))
     data = load_graph(args)
     say(f"gnnscale partition: {data.summary()}")
+    memory_check.check_partitioning(args, data)
     partition = partitioner.fit(data)
     row_bytes = args.feature_bytes or 4 * max(data.num_features, 1)
     say(format_summary_table(part_summary(data, partition, feature_bytes_per_row=row_bytes)))

@@ -1,0 +1,149 @@
+"""Memory plan vs measured peak resident memory (``partitioning.memory_plan``).
+
+For each cell (model x ranks) it launches the real command and compares the plan's per-rank
+peak with what the kernel reports:
+
+* ``train``: ``mpirun -n P gnnscale train`` in memory (every rank loads the graph, rank 0
+  partitions with METIS); measured: each rank's peak RSS (``ru_maxrss``) from the metrics
+  summary; predicted: :func:`plan_memory` with the exact workload of the same partition.
+* ``partition``: ``gnnscale partition --method M --parts P``; measured: the child's
+  ``ru_maxrss`` (``os.wait4``); predicted: the plan in ``partition`` mode.
+
+Every cell is appended to the output JSON (``--out``), so a sweep can be split into several
+runs (hold the benchmark lock around each)::
+
+    flock /tmp/gnnscale-bench.lock python benchmarks/memory_plan_validation.py \
+        --cells train:gcn:1 train:gcn:2 train:gcn:4 partition:metis:4 \
+        --out benchmarks/results/memory_plan_validation.json
+
+Graph: R-MAT scale 18 (``--scale``), 128 random features, 16 classes. GAT runs with 2 heads of
+width 8 (``--gat-heads``, ``--gat-hidden``) so that its per-edge tensors fit this host.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from gnnscale.cli.memory_check import layout_of  # noqa: E402
+from gnnscale.data import load_dataset  # noqa: E402
+from partitioning import make_partitioner  # noqa: E402
+from partitioning.cost_model import ModelSpec  # noqa: E402
+from partitioning.memory_plan import DatasetShape, balanced_workload, plan_memory  # noqa: E402
+from partitioning.workload import part_workload  # noqa: E402
+
+
+def env() -> dict:
+    return {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+            "OMP_NUM_THREADS": "1", "PATH": f"{Path(sys.prefix) / 'bin'}:{os.environ['PATH']}"}
+
+
+def dataset_args(scale: int) -> list[str]:
+    return ["--dataset", "rmat", "--dataset-option", f"scale={scale}",
+            "--dataset-option", "num_features=128", "--dataset-option", "num_classes=16"]
+
+
+def model_args(model: str, args) -> list[str]:
+    if model == "gat":
+        return ["--model", "gat", "--heads", str(args.gat_heads), "--hidden",
+                str(args.gat_hidden)]
+    return ["--model", model, "--hidden", str(args.hidden)]
+
+
+def spec_of(model: str, data, args) -> ModelSpec:
+    if model == "gat":
+        return ModelSpec.build("gat", data.num_features, args.gat_hidden, data.num_classes,
+                               heads=args.gat_heads)
+    return ModelSpec.build(model, data.num_features, args.hidden, data.num_classes)
+
+
+def train_cell(data, model: str, ranks: int, args) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        metrics = Path(tmp) / "m.jsonl"
+        cmd = [str(Path(sys.prefix) / "bin" / "mpirun"), "-n", str(ranks), "--oversubscribe",
+               sys.executable, "-m", "gnnscale", "train", *dataset_args(args.scale),
+               *model_args(model, args), "--epochs", str(args.epochs), "--partitioner", "metis",
+               "--no-progress", "--metrics-out", str(metrics), "--ignore-memory-plan"]
+        t0 = time.perf_counter()
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env(), cwd=REPO)
+        if done.returncode != 0:
+            raise RuntimeError(done.stderr[-2000:])
+        summary = json.loads(metrics.read_text().strip().splitlines()[-1])
+    measured = [r["peak_rss_mb"] * 2**20 for r in summary["per_rank"]]
+    shape = DatasetShape.of(data, layout_of("rmat"))
+    if ranks > 1:
+        partition = make_partitioner("metis", num_parts=ranks, seed=0).fit(data)
+        work = part_workload(data, partition)
+    else:
+        work = balanced_workload(shape, 1)
+    plan = plan_memory(shape, spec_of(model, data, args), work,
+                       partition_method="metis" if ranks > 1 else None, mode="in-memory")
+    return {"cell": f"train:{model}:{ranks}", "wall_s": time.perf_counter() - t0,
+            "measured_bytes": measured, "predicted_bytes": plan["per_rank_peak"].tolist(),
+            "predicted_phase": [max(plan["phases"], key=lambda k: plan["phases"][k][r])
+                                for r in range(ranks)]}
+
+
+def partition_cell(data, method: str, parts: int, args) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [sys.executable, "-m", "gnnscale", "partition", *dataset_args(args.scale),
+               "--method", method, "--parts", str(parts), "--out", str(Path(tmp) / "store"),
+               "--ignore-memory-plan"]
+        t0 = time.perf_counter()
+        child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                 env=env(), cwd=REPO)
+        _, status, usage = os.wait4(child.pid, 0)
+        if status != 0:
+            raise RuntimeError(child.stderr.read().decode()[-2000:])
+    shape = DatasetShape.of(data, layout_of("rmat"))
+    work = part_workload(data, make_partitioner(method, num_parts=parts, seed=0).fit(data))
+    plan = plan_memory(shape, spec_of("gcn", data, args), work, partition_method=method,
+                       mode="partition")
+    return {"cell": f"partition:{method}:{parts}", "wall_s": time.perf_counter() - t0,
+            "measured_bytes": [usage.ru_maxrss * 1024.0],
+            "predicted_bytes": plan["per_rank_peak"].tolist(),
+            "predicted_phase": [plan["peak_phase"]]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--cells", nargs="+", required=True,
+                        help="train:MODEL:RANKS or partition:METHOD:PARTS")
+    parser.add_argument("--scale", type=int, default=18)
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--hidden", type=int, default=64)
+    parser.add_argument("--gat-hidden", type=int, default=8)
+    parser.add_argument("--gat-heads", type=int, default=2)
+    parser.add_argument("--out", default="benchmarks/results/memory_plan_validation.json")
+    args = parser.parse_args()
+    data = load_dataset("rmat", scale=args.scale, num_features=128, num_classes=16)
+    out = Path(args.out)
+    results = json.loads(out.read_text()) if out.exists() else {"cells": []}
+    results["graph"] = data.summary()
+    for cell in args.cells:
+        kind, what, count = cell.split(":")
+        row = (train_cell if kind == "train" else partition_cell)(data, what, int(count), args)
+        row["scale"] = args.scale
+        errors = [p / m - 1 for p, m in zip(row["predicted_bytes"], row["measured_bytes"])]
+        row["relative_error"] = errors
+        print(f"{cell:<22} measured {np.round(np.array(row['measured_bytes']) / 2**20)} MiB "
+              f"predicted {np.round(np.array(row['predicted_bytes']) / 2**20)} MiB "
+              f"errors {np.round(errors, 3)} ({row['wall_s']:.0f} s)", flush=True)
+        results["cells"] = [c for c in results["cells"]
+                            if (c["cell"], c.get("scale")) != (cell, args.scale)] + [row]
+        out.write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
