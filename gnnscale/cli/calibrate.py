@@ -6,8 +6,8 @@ aggregation kernel the engine uses (``gamma_edge``, per edge x feature), dense G
 (``gamma_gather``, GAT's per-edge work). Each is the median of several runs of several sizes,
 fitted through the origin. ``layer_overhead_s``: a 2-layer GCN training step on a 64-node graph,
 per layer and pass. Shared-memory ``alltoallv`` latency and bandwidth: a 2-rank ``mpirun`` of
-this module (``python -m gnnscale.cli.calibrate --alltoallv``), fitted on message sizes from
-8 B to 8 MiB.
+this module (``python -m gnnscale.cli.calibrate --alltoallv``), alpha from the smallest message
+(8 B), beta from the slope to the largest (4 MiB per peer).
 """
 
 from __future__ import annotations
@@ -80,16 +80,16 @@ def compute_constants(threads: int, scale: float = 1.0) -> dict:
             "gamma_gather": _through_origin(gathers, gather_s)}
 
 
-def layer_overhead() -> float:
+def layer_overhead(threads: int = 1) -> float:
     """Seconds per layer and pass of a training step on a graph too small to compute."""
-    from .. import comm as comm_module
+    from ..comm.single import SingleCommunicator
     from ..data import load_dataset
     from ..engine import LocalProblem, Trainer
     from ..nn import GNN
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(threads)
     data = load_dataset("sbm", num_nodes=64)
-    comm = comm_module.init("single")
+    comm = SingleCommunicator()  # also inside a multi-rank job: this rank alone
     problem = LocalProblem.from_graph_data(data, np.zeros(data.num_nodes, np.int64), comm)
     model = GNN("gcn", problem.num_features, 16, problem.num_classes, num_layers=2)
     trainer = Trainer(model, problem, comm)
@@ -101,8 +101,15 @@ def _alltoallv_rank_main() -> None:
     from .. import comm as comm_module
 
     comm = comm_module.init("mpi")
+    rows = alltoallv_timings(comm)
+    if comm.rank == 0:
+        print(json.dumps(rows))
+
+
+def alltoallv_timings(comm) -> list[dict]:
+    """Collective: median time of alltoallv's to every peer, per message size."""
     rows = []
-    for values in (2, 256, 1 << 14, 1 << 17, 1 << 20, 1 << 21):
+    for values in (2, 256, 1 << 14, 1 << 17, 1 << 20):
         send = torch.ones(values * comm.size)
         counts = [values] * comm.size
         counts[comm.rank] = 0
@@ -115,16 +122,14 @@ def _alltoallv_rank_main() -> None:
             return time.perf_counter() - t0
 
         once()
-        seconds = float(np.median([comm.allreduce_scalar(once(), op="max") for _ in range(7)]))
-        rows.append({"bytes": values * 4, "peers": comm.size - 1, "seconds": seconds})
-    if comm.rank == 0:
-        print(json.dumps(rows))
+        seconds = float(np.median([comm.allreduce_scalar(once(), op="max") for _ in range(15)]))
+        rows.append({"bytes": values * 4 * (comm.size - 1), "peers": comm.size - 1,
+                     "seconds": seconds})
+    return rows
 
 
 def shared_memory_constants(timeout: float = 300) -> dict:
     """``shm_alpha``, ``shm_beta`` from a 2-rank mpirun on this host (non-negative LSQ)."""
-    from scipy.optimize import nnls
-
     mpirun = Path(sys.prefix) / "bin" / "mpirun"
     env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
            "OMP_NUM_THREADS": "1"}
@@ -133,12 +138,18 @@ def shared_memory_constants(timeout: float = 300) -> dict:
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     if done.returncode != 0:
         raise RuntimeError(f"alltoallv calibration failed: {done.stderr.strip()[-500:]}")
-    rows = json.loads(done.stdout.strip().splitlines()[-1])
-    design = np.array([[r["peers"], r["bytes"]] for r in rows], float)
-    seconds = np.array([r["seconds"] for r in rows])
-    scale = design.max(axis=0)
-    coef, _ = nnls(design / scale, seconds)
-    return {"shm_alpha": float(coef[0] / scale[0]), "shm_beta": float(coef[1] / scale[1])}
+    return fit_alltoallv(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def fit_alltoallv(rows: list[dict]) -> dict:
+    """``shm_alpha`` (per message), ``shm_beta`` (per byte) from :func:`alltoallv_timings`:
+    alpha from the smallest message (its time is latency), beta from the slope up to the
+    largest (robust where a loaded host makes a least-squares fit trade one for the other)."""
+    rows = sorted(rows, key=lambda r: r["bytes"])
+    small, large = rows[0], rows[-1]
+    alpha = small["seconds"] / max(small["peers"], 1)
+    beta = (large["seconds"] - small["seconds"]) / max(large["bytes"] - small["bytes"], 1)
+    return {"shm_alpha": float(max(alpha, 0.0)), "shm_beta": float(max(beta, 0.0))}
 
 
 def calibrate(max_threads: int | None = None, scale: float = 1.0, shared_memory: bool = True,
@@ -165,6 +176,55 @@ def calibrate(max_threads: int | None = None, scale: float = 1.0, shared_memory:
         say(f"calibrated shared-memory alltoallv: alpha {shm['shm_alpha']:.3g} s, "
             f"beta {shm['shm_beta']:.3g} s/B")
     return CostModel(compute=compute, layer_overhead_s=overhead, **shm)
+
+
+def calibrate_in_job(comm, threads: int, scale: float = 0.25):
+    """Collective: constants measured by every rank of a running job at once, with its thread
+    count (so contention between the ranks of a host is in them); medians over the ranks.
+
+    ``layer_overhead_s`` comes from a training step of the whole job on a graph too small to
+    compute (2,000 nodes split round-robin): what it takes beyond the model's other terms
+    (exchanges, allreduce, compute) is the fixed cost per layer and pass of this job, where
+    waking up after each wait on a loaded host is part of it.
+    """
+    from partitioning.cost_model import Cluster, CostModel, ModelSpec, predict
+    from partitioning.workload import part_workload
+
+    from ..data import load_dataset
+    from ..engine import LocalProblem, Trainer
+    from ..nn import GNN
+
+    saved = torch.get_num_threads()
+    try:
+        compute = compute_constants(threads, scale)
+    finally:
+        torch.set_num_threads(saved)
+    shm = fit_alltoallv(alltoallv_timings(comm)) if comm.size > 1 else \
+        {"shm_alpha": CostModel().shm_alpha, "shm_beta": CostModel().shm_beta}
+    everyone = comm.allgather_object(compute)
+    median = {k: float(np.median([c[k] for c in everyone])) for k in compute}
+    costs = CostModel(compute={threads: median}, layer_overhead_s=0.0, **shm)
+    data = load_dataset("sbm", num_nodes=2000)
+    node_parts = np.arange(data.num_nodes) % comm.size
+    problem = LocalProblem.from_graph_data(data, node_parts, comm)
+    torch.manual_seed(0)
+    trainer = Trainer(GNN("gcn", data.num_features, 16, data.num_classes), problem, comm)
+    times = []
+    for _ in range(25):
+        comm.barrier()
+        t0 = time.perf_counter()
+        trainer.train_step()
+        times.append(comm.allreduce_scalar(time.perf_counter() - t0, op="max"))
+    from partitioning.base import Partition
+
+    partition = Partition(kind="edge_cut", num_parts=comm.size, num_nodes=data.num_nodes,
+                          node_parts=node_parts, method="round-robin")
+    spec = ModelSpec.build("gcn", data.num_features, 16, data.num_classes)
+    modelled = predict(part_workload(data, partition), spec,
+                       Cluster(ranks_per_host=comm.size, cores_per_rank=threads), costs)
+    costs.layer_overhead_s = max(0.0, (float(np.median(times[5:])) - modelled["step_s"])
+                                 / (2 * spec.layers))
+    return costs
 
 
 if __name__ == "__main__":
