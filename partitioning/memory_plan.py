@@ -5,9 +5,12 @@ part ``p`` with ``N_p`` owned nodes, ``E_p`` local edges, ``H_p`` halo rows):
 
 * ``load``: the runtime (interpreter, libraries, MPI: :data:`BASELINE_BYTES`) plus the graph
   (``8 (N+1) + 8 E`` CSR, ``4 N F`` features, ``8 N`` labels, ``3 N`` masks) plus what the
-  input layout needs while it reads (:data:`LOADING`, per edge and per node).
+  input layout needs while it reads (:data:`LOADING`, per edge and per node). In a multi-rank
+  ``train`` only the host's lowest rank loads; it writes a memory-mapped copy that every rank
+  maps, and a rank then holds only the pages it touches (its rows, its halo's features); a
+  ``converted`` folder is mapped by every rank without loading.
 * ``partition``: the graph plus the method's working memory (:data:`PARTITIONING`); in an
-  in-memory ``train`` only rank 0 partitions, the others hold the graph and wait.
+  in-memory ``train`` only rank 0 partitions (touching the whole mapped graph).
 * ``store``: the graph, the assignment and one part's arrays being written (``partition``).
 * ``setup``: building a rank's part: the graph (in memory: every rank loaded it) plus the
   local CSR blocks, built in a transient COO form (``SETUP_BYTES_PER_EDGE``).
@@ -47,6 +50,8 @@ LOADING = {
     "arrays": (24.0, 8.0),
     # SNAP text edge list: parsed int64 pairs, symmetrised, COO -> CSR
     "edge-list": (56.0, 16.0),
+    # a converted folder (`gnnscale convert`): memory-mapped, nothing read until touched
+    "converted": (0.0, 0.0),
 }
 
 #: partitioner -> working bytes (per edge, per node) on top of the graph.
@@ -184,23 +189,35 @@ def plan_memory(shape: DatasetShape, spec, work: dict, *, partition_method: str 
     base = np.full(p if mode != "partition" else 1, float(baseline_bytes))
     per_edge, per_node = LOADING[shape.layout]
     graph = shape.graph_bytes
-    loading = base + graph + per_edge * e + per_node * n
     phases = {}
+    local_edges = work["inner_edges"] + work["boundary_edges"]
+    halo = np.asarray(work["recv_rows"]).sum(1)
+    mapped = shape.layout == "converted"
+    # rows of the whole graph a rank touches to build its part: its nodes' CSR rows, its own
+    # and its halo nodes' features and labels
+    own_rows = (8.0 * work["nodes"] + 8.0 * local_edges
+                + (4.0 * shape.num_features + 11.0) * (work["nodes"] + halo))
+    if mode == "partition" or p == 1:
+        loading = base + (0.0 if mapped else graph + per_edge * e + per_node * n)
+        touched = graph  # the partitioner or the single rank reads every row
+    else:  # the host's lowest rank loads and writes a mapped copy; every rank maps it
+        loading = base.copy()
+        if not mapped:
+            loading[0] += graph + per_edge * e + per_node * n
+        touched = own_rows.copy()
     if mode in ("in-memory", "partition"):
         phases["load"] = loading
         if partition_method is not None:
             pe, pn = partitioning_cost(partition_method)
-            part = base + graph + 8.0 * n
-            part[0] += pe * e + pn * n
+            part = base + (touched if mode == "in-memory" else graph) + 8.0 * n
+            part[0] = base[0] + graph + 8.0 * n + pe * e + pn * n
             phases["partition"] = part
-    local_edges = work["inner_edges"] + work["boundary_edges"]
     if mode == "partition":
         largest = float(np.max(local_edges * 8 + work["nodes"] * (4.0 * shape.num_features
                                                                    + 32)))
         phases["store"] = base + graph + 8.0 * n + 2 * largest
     else:
-        resident = graph if mode == "in-memory" else 0.0
-        halo = np.asarray(work["recv_rows"]).sum(1)
+        resident = touched if mode == "in-memory" else 0.0
         phases["setup"] = (base + resident + SETUP_BYTES_PER_EDGE * local_edges
                            + BLOCK_BYTES_PER_EDGE * local_edges
                            + work["nodes"] * (4.0 * shape.num_features + 11.0)

@@ -100,15 +100,20 @@ def _spec_of(args, data):
                            out_heads=args.out_heads, dropout=args.dropout)
 
 
-def layout_of(dataset: str) -> str:
+def layout_of(dataset: str, data_root: str | None = None) -> str:
     """The input layout (a key of :data:`partitioning.memory_plan.LOADING`) of a dataset name
     or path, as the loaders read it."""
     from partitioning.memory_plan import LOADING
+
+    from ..data.converted import is_converted
 
     name = str(dataset).lower()
     if name in ("rmat", "sbm"):
         return "generated"
     path = Path(dataset)
+    for folder in (path, Path(data_root or ".") / str(dataset)):
+        if folder.is_dir() and is_converted(folder):
+            return "converted"
     text = list(path.rglob("*.txt*")) if path.is_dir() else [path] if ".txt" in name else []
     if "snap" in name or text:
         return "edge-list"
@@ -119,7 +124,7 @@ def check_training(args, comm, data) -> None:
     """``train`` without a store: every rank holds ``data``; rank 0 partitions it."""
     from partitioning.memory_plan import DatasetShape, balanced_workload, plan_memory
 
-    shape = DatasetShape.of(data, layout_of(args.dataset))
+    shape = DatasetShape.of(data, layout_of(args.dataset, args.data_root))
     method = args.partitioner if comm.size > 1 else None
     plan = plan_memory(shape, _spec_of(args, data), balanced_workload(shape, comm.size),
                        partition_method=method, mode="in-memory")
@@ -169,7 +174,7 @@ def check_partitioning(args, data) -> None:
 
     from .. import comm as comm_module
 
-    shape = DatasetShape.of(data, layout_of(args.dataset))
+    shape = DatasetShape.of(data, layout_of(args.dataset, args.data_root))
     spec = ModelSpec.build("gcn", shape.num_features, 16, shape.num_classes)
     plan = plan_memory(shape, spec, balanced_workload(shape, min(args.parts, shape.num_nodes)),
                        partition_method=args.method, mode="partition")

@@ -57,7 +57,7 @@ def run(args) -> int:
         say(f"gnnscale plan: training from store {args.partitions} on {args.parts} rank(s)")
     else:
         data = load_graph(args)
-        shape = DatasetShape.of(data, layout_of(args.dataset))
+        shape = DatasetShape.of(data, layout_of(args.dataset, args.data_root))
         spec = model_spec(args, data)
         if args.exact:
             partition = make_partitioner(args.method, num_parts=args.parts, seed=0).fit(data)

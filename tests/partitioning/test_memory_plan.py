@@ -21,16 +21,22 @@ def test_graph_bytes_by_hand():
     assert SHAPE.graph_bytes == 8 * (n + 1) + 8 * e + 4 * n * 64 + 8 * n + 3 * n
 
 
-def test_in_memory_training_every_rank_loads_and_rank_0_partitions():
-    plan = plan_memory(SHAPE, GCN, balanced_workload(SHAPE, 4), partition_method="metis")
+def test_in_memory_training_rank_0_loads_and_partitions_the_others_map_their_rows():
+    work = balanced_workload(SHAPE, 4)
+    plan = plan_memory(SHAPE, GCN, work, partition_method="metis")
     assert set(plan["phases"]) == {"load", "partition", "setup", "train", "eval"}
     load = plan["phases"]["load"]
-    assert np.all(load == load[0])  # every rank holds the whole graph
+    base = BASELINE_BYTES["train"]
+    assert load[0] > base + SHAPE.graph_bytes and np.all(load[1:] == base)
     per_edge, per_node = PARTITIONING["metis"]
     part = plan["phases"]["partition"]
-    assert part[0] - part[1] == pytest.approx(per_edge * SHAPE.num_edges
-                                              + per_node * SHAPE.num_nodes)
-    assert load[0] > BASELINE_BYTES["train"] + SHAPE.graph_bytes
+    assert part[0] == pytest.approx(base + SHAPE.graph_bytes + 8 * SHAPE.num_nodes
+                                    + per_edge * SHAPE.num_edges + per_node * SHAPE.num_nodes)
+    assert part[1] < part[0] - SHAPE.graph_bytes / 2  # a quarter of the rows, plus halo
+    one = plan_memory(SHAPE, GCN, balanced_workload(SHAPE, 1))
+    assert one["phases"]["load"][0] == load[0]  # one process loads it itself
+    mapped = DatasetShape(SHAPE.num_nodes, SHAPE.num_edges, 64, 8, layout="converted")
+    assert plan_memory(mapped, GCN, work)["phases"]["load"][0] == base
     assert plan["peak_bytes"] == plan["per_rank_peak"].max()
     assert plan["peak_rank"] == 0
     assert "peak: rank 0 in phase" in format_plan(plan)
