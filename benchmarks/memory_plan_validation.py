@@ -50,7 +50,8 @@ def env() -> dict:
 
 
 def dataset_args(scale: int) -> list[str]:
-    return ["--dataset", "rmat", "--dataset-option", f"scale={scale}",
+    return ["--dataset", "rmat", "--data-root", str(REPO / "datasets"),
+            "--dataset-option", f"scale={scale}",
             "--dataset-option", "num_features=128", "--dataset-option", "num_classes=16"]
 
 

@@ -10,7 +10,7 @@ from gnnscale.cli.memory_check import AVAILABLE_ENV  # noqa: E402
 from mpi_launch import gnnscale_cli  # noqa: E402
 
 # large enough that its plan exceeds what the runtime already holds
-SBM = ["--dataset", "sbm", "--num-nodes", "20000"]
+SBM = ["--dataset", "sbm", "--num-nodes", "20000", "--data-root", "."]
 
 
 def test_plan_prints_every_phase_and_the_peak(capsys):
