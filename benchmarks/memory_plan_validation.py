@@ -117,9 +117,26 @@ def partition_cell(data, method: str, parts: int, args) -> dict:
             "predicted_phase": [plan["peak_phase"]]}
 
 
+def report(path) -> None:
+    """Print the README table and the median absolute error of --out."""
+    result = json.loads(Path(path).read_text())
+    print("| cell | rank | predicted (MiB) | measured (MiB) | error | phase |")
+    print("|---|---|---|---|---|---|")
+    errors = []
+    for c in sorted(result["cells"], key=lambda c: (c.get("scale", 18), c["cell"])):
+        for r, (p, m) in enumerate(zip(c["predicted_bytes"], c["measured_bytes"])):
+            errors.append(abs(p / m - 1))
+            print(f"| {c['cell']} (R-MAT {c.get('scale', 18)}) | {r} | {p / 2**20:,.0f} | "
+                  f"{m / 2**20:,.0f} | {100 * (p / m - 1):+.0f}% | {c['predicted_phase'][r]} |")
+    print(f"median absolute error {100 * np.median(errors):.1f}%, largest "
+          f"{100 * max(errors):.1f}%, within 20%: {sum(e <= 0.2 for e in errors)} of "
+          f"{len(errors)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--cells", nargs="+", required=True,
+    parser.add_argument("--report", action="store_true", help="print the table of --out")
+    parser.add_argument("--cells", nargs="+", default=[],
                         help="train:MODEL:RANKS or partition:METHOD:PARTS")
     parser.add_argument("--scale", type=int, default=18)
     parser.add_argument("--epochs", type=int, default=3)
@@ -128,6 +145,8 @@ def main() -> None:
     parser.add_argument("--gat-heads", type=int, default=2)
     parser.add_argument("--out", default="benchmarks/results/memory_plan_validation.json")
     args = parser.parse_args()
+    if args.report:
+        return report(args.out)
     data = load_dataset("rmat", scale=args.scale, num_features=128, num_classes=16)
     out = Path(args.out)
     results = json.loads(out.read_text()) if out.exists() else {"cells": []}

@@ -177,7 +177,8 @@ def run_cell(dataset: str, method: str, ranks: int, args) -> list[dict]:
                               args, result["in_job_cost_model"])
     wall = time.perf_counter() - t0
     return [{"dataset": dataset, "method": method, "ranks": ranks, **m, **p, "wall_s": wall,
-             "in_job_cost_model": result["in_job_cost_model"]}
+             "in_job_cost_model": result["in_job_cost_model"], "workload": result["workload"],
+             "shape": result["shape"]}
             for m, p in zip(measured, predicted)]
 
 
@@ -205,10 +206,34 @@ def report(path) -> dict:
                        "predicted": predicted, "measured": measured,
                        "equal": predicted == measured})
         print(f"order {key}: predicted {predicted} measured {measured}")
+    file_errors = [abs(c["file_predicted_step_s"] / c["measured_step_s"] - 1) for c in cells]
+    eval_errors = [abs(c["predicted_eval_s"] / c["measured_eval_s"] - 1) for c in cells]
     summary = {"cells": len(cells), "median_abs_relative_error": float(np.median(errors)),
+               "median_abs_relative_error_file_constants": float(np.median(file_errors)),
+               "median_abs_relative_error_eval": float(np.median(eval_errors)),
                "orders_equal": sum(o["equal"] for o in orders), "orders": len(orders)}
     print(json.dumps(summary))
+    print(markdown(cells))
     return {"summary": summary, "orders": orders}
+
+
+def markdown(cells) -> str:
+    """README table: one row per (dataset, ranks, method), step ms predicted / measured for each
+    network."""
+    nets = [n for n in NETWORKS if any(c["network"] == n for c in cells)]
+    lines = ["| graph | ranks | partitioner | " + " | ".join(
+        f"{'shared memory' if n == 'real' else 'simulated ' + n} pred / meas (ms)" for n in nets)
+        + " |", "|---|---|---|" + "---|" * len(nets)]
+    keys = sorted({(c["dataset"], c["ranks"], c["method"]) for c in cells})
+    for dataset, ranks, method in keys:
+        row = []
+        for n in nets:
+            match = [c for c in cells if (c["dataset"], c["ranks"], c["method"], c["network"])
+                     == (dataset, ranks, method, n)]
+            row.append(f"{match[0]['predicted_step_s'] * 1e3:.1f} / "
+                       f"{match[0]['measured_step_s'] * 1e3:.1f}" if match else "")
+        lines.append(f"| {dataset} | {ranks} | {method} | " + " | ".join(row) + " |")
+    return "\n".join(lines)
 
 
 def main() -> None:
