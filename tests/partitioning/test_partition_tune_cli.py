@@ -105,3 +105,37 @@ def test_tune_calibrate_then_reuse(tmp_path):
     assert main(["tune", *SBM, "--methods", "random", "--parts", "2", "--cost-model",
                  str(saved), "--no-plot", "--no-progress", "--out", str(tmp_path / "u")]) == 0
     assert os.path.exists(tmp_path / "u.json")
+
+
+def test_alltoallv_fit_takes_latency_from_the_smallest_message_and_slope_from_the_largest():
+    from gnnscale.cli.calibrate import fit_alltoallv
+
+    rows = [{"bytes": b, "peers": 3, "seconds": 3 * 2e-5 + b * 1e-9}
+            for b in (24, 3 << 10, 3 << 20)]
+    fitted = fit_alltoallv(rows[::-1])
+    assert fitted["shm_alpha"] == pytest.approx(2e-5, rel=1e-3)
+    assert fitted["shm_beta"] == pytest.approx(1e-9, rel=1e-6)
+    flat = fit_alltoallv([{"bytes": 8, "peers": 1, "seconds": 1e-3},
+                          {"bytes": 8 << 20, "peers": 1, "seconds": 5e-4}])
+    assert flat["shm_beta"] == 0.0  # a noisy slope is clipped at zero, never negative
+
+
+def test_calibrate_in_job_on_two_ranks(tmp_path):
+    from mpi_launch import REPO_ROOT, run_python_mpi
+
+    script = tmp_path / "in_job.py"
+    script.write_text(
+        "import json, sys\n"
+        f"sys.path.insert(0, {str(REPO_ROOT)!r})\n"
+        "from gnnscale.comm import init\n"
+        "from gnnscale.cli.calibrate import calibrate_in_job\n"
+        "comm = init()\n"
+        "costs = calibrate_in_job(comm, threads=1, scale=0.05)\n"
+        "print(json.dumps(costs.to_dict()))\n")
+    done = run_python_mpi(2, script, timeout=300)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(x) for x in done.stdout.splitlines() if x.startswith("{")]
+    assert len(lines) == 2 and lines[0]["compute"] == lines[1]["compute"]  # medians agree
+    values = lines[0]
+    assert set(values["compute"]) == {"1"} and values["shm_alpha"] > 0
+    assert values["layer_overhead_s"] >= 0
