@@ -91,6 +91,7 @@ def train_cell(data, model: str, ranks: int, args) -> dict:
     plan = plan_memory(shape, spec_of(model, data, args), work,
                        partition_method="metis" if ranks > 1 else None, mode="in-memory")
     return {"cell": f"train:{model}:{ranks}", "wall_s": time.perf_counter() - t0,
+            "workload": _jsonable(work),
             "measured_bytes": measured, "predicted_bytes": plan["per_rank_peak"].tolist(),
             "predicted_phase": [max(plan["phases"], key=lambda k: plan["phases"][k][r])
                                 for r in range(ranks)]}
@@ -112,9 +113,42 @@ def partition_cell(data, method: str, parts: int, args) -> dict:
     plan = plan_memory(shape, spec_of("gcn", data, args), work, partition_method=method,
                        mode="partition")
     return {"cell": f"partition:{method}:{parts}", "wall_s": time.perf_counter() - t0,
+            "workload": _jsonable(work),
             "measured_bytes": [usage.ru_maxrss * 1024.0],
             "predicted_bytes": plan["per_rank_peak"].tolist(),
             "predicted_phase": [plan["peak_phase"]]}
+
+
+def _jsonable(work: dict) -> dict:
+    return {k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in work.items()}
+
+
+def predict_cell(cell: dict, data, args) -> None:
+    """(Re)compute a cell's prediction with the current plan, from its stored workload (or,
+    for a cell measured before workloads were stored, from the same partition again)."""
+    kind, what, count = cell["cell"].split(":")
+    count = int(count)
+    shape = DatasetShape.of(data, layout_of("rmat"))
+    if "workload" in cell:
+        work = {k: np.asarray(v) if isinstance(v, list) else v
+                for k, v in cell["workload"].items()}
+    elif kind == "train" and count == 1:
+        work = balanced_workload(shape, 1)
+    else:
+        method = "metis" if kind == "train" else what
+        work = part_workload(data, make_partitioner(method, num_parts=count, seed=0).fit(data))
+        cell["workload"] = _jsonable(work)
+    if kind == "train":
+        plan = plan_memory(shape, spec_of(what, data, args), work,
+                           partition_method="metis" if count > 1 else None, mode="in-memory")
+    else:
+        plan = plan_memory(shape, spec_of("gcn", data, args), work, partition_method=what,
+                           mode="partition")
+    cell["predicted_bytes"] = plan["per_rank_peak"].tolist()
+    cell["predicted_phase"] = [max(plan["phases"], key=lambda k: plan["phases"][k][r])
+                               for r in range(len(plan["per_rank_peak"]))]
+    cell["relative_error"] = [p / m - 1 for p, m in zip(cell["predicted_bytes"],
+                                                          cell["measured_bytes"])]
 
 
 def report(path) -> None:
@@ -136,6 +170,8 @@ def report(path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--report", action="store_true", help="print the table of --out")
+    parser.add_argument("--repredict", action="store_true",
+                        help="recompute every stored cell's prediction with the current plan")
     parser.add_argument("--cells", nargs="+", default=[],
                         help="train:MODEL:RANKS or partition:METHOD:PARTS")
     parser.add_argument("--scale", type=int, default=18)
@@ -150,6 +186,12 @@ def main() -> None:
     data = load_dataset("rmat", scale=args.scale, num_features=128, num_classes=16)
     out = Path(args.out)
     results = json.loads(out.read_text()) if out.exists() else {"cells": []}
+    if args.repredict:
+        for cell in results["cells"]:
+            if cell.get("scale", 18) == args.scale:
+                predict_cell(cell, data, args)
+        out.write_text(json.dumps(results, indent=1))
+        return report(out)
     results["graph"] = data.summary()
     for cell in args.cells:
         kind, what, count = cell.split(":")

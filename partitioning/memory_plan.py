@@ -45,7 +45,8 @@ BASELINE_BYTES = {"train": 520 * 2**20, "partition": 380 * 2**20}
 #: input layout -> transient bytes (per edge, per node) while loading, on top of the graph.
 LOADING = {
     # generated R-MAT/SBM: int64 edge keys, sort and de-duplication, a COO -> CSR pass
-    "generated": (40.0, 16.0),
+    # (80 B per edge: `gnnscale partition --method random` on R-MAT 18 peaks while loading)
+    "generated": (80.0, 16.0),
     # arrays read into memory (npz, OGB, Planetoid, PyG/DGL/scipy files): one COO -> CSR copy
     "arrays": (24.0, 8.0),
     # SNAP text edge list: parsed int64 pairs, symmetrised, COO -> CSR
@@ -58,8 +59,9 @@ LOADING = {
 PARTITIONING = {
     "random": (0.0, 16.0),
     "block": (0.0, 16.0),
-    # pymetis: symmetric int64 adjacency (2 E), its int32 copy, plus METIS's own graph
-    "metis": (48.0, 64.0),
+    # pymetis: symmetric int64 adjacency, its int32 copy, METIS's own graph, the part views
+    # built for the summary (100 B per edge: `gnnscale partition --method metis`, R-MAT 18)
+    "metis": (100.0, 64.0),
     # streaming: int64 assignment, per-part loads, the edge order
     "ldg": (16.0, 24.0),
     "fennel": (16.0, 24.0),
