@@ -11,11 +11,12 @@ model (:class:`ModelSpec`: per layer input width ``a``, output width ``c``), a c
 host go through shared memory, the others through the host's network link, both at once::
 
     X_p(w) = max(shm_alpha K_intra + shm_beta b max(in_intra, out_intra),
-                 L + b max(host_in, host_out) / BW)
+                 L K_inter + b max(host_in, host_out) / BW)
 
 ``in/out`` are rows received/sent, ``K`` the peers, ``host_in/out`` the rows all ranks of ``p``'s
-host move across hosts (they share one link), ``L``/``BW`` the target network (messages to
-different hosts travel at once, so the latency is paid once per exchange). On a
+host move across hosts (they share one link), ``L``/``BW`` the target network: the latency is
+paid per peer host message, as in a pairwise alltoallv (Thakur et al. 2005: ``(P-1) alpha + n
+beta``). On a
 *simulated* network (``train --simulate-network``, every rank on this host) an exchange ends at
 ``max(real shared-memory exchange, L + b out_p / BW)``, which is what the simulator does.
 
@@ -285,8 +286,8 @@ class _Exchange:
         net = c.network
         if c.simulated:  # every post waits latency + its own sent bytes / bandwidth
             return np.maximum(shm, net.latency_s + row_bytes * self.out_all / net.bandwidth_Bps)
-        remote = np.where(self.k_inter > 0, net.latency_s
-                          + row_bytes * self.host_rows / net.bandwidth_Bps, 0.0)
+        remote = (net.latency_s * self.k_inter
+                  + np.where(self.k_inter > 0, row_bytes * self.host_rows / net.bandwidth_Bps, 0.0))
         return np.maximum(shm, remote)
 
 

@@ -62,6 +62,9 @@ PARTITIONING = {
     # pymetis: symmetric int64 adjacency, its int32 copy, METIS's own graph, the part views
     # built for the summary (100 B per edge: `gnnscale partition --method metis`, R-MAT 18)
     "metis": (100.0, 64.0),
+    # multilevel libraries without a measurement here: METIS's figure (a plan errs on caution)
+    "kaminpar": (100.0, 64.0),
+    "parhip": (100.0, 64.0),
     # streaming: int64 assignment, per-part loads, the edge order
     "ldg": (16.0, 24.0),
     "fennel": (16.0, 24.0),

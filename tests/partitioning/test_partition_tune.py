@@ -80,13 +80,18 @@ def test_ranks_on_one_host_use_shared_memory_and_share_the_link():
     same_host = predict(two_parts(), spec, Cluster(network=net, ranks_per_host=2), shm)
     assert same_host["forward_s"] == pytest.approx(1e-6)  # one peer, shared memory only
     apart = predict(two_parts(), spec, Cluster(network=net, ranks_per_host=1), shm)
-    # the busiest link moves max(in, out) = 100 rows of 16 B
+    # one peer on another host: one latency, the busiest link moves max(in, out) = 100 rows
     assert apart["forward_s"] == pytest.approx(1e-3 + 1600 / 1e6)
     # four ranks, two per host: each host link carries both of its ranks' remote rows
     four = workload_from_arrays("edge_cut", [10] * 4, [0] * 4, [0] * 4,
                                 [[0, 0, 10, 0], [0, 0, 0, 10], [10, 0, 0, 0], [0, 10, 0, 0]])
     paired = predict(four, spec, Cluster(network=net, ranks_per_host=2), shm)
     assert paired["forward_s"] == pytest.approx(1e-3 + 2 * 10 * 16 / 1e6)
+    # three peers on other hosts: three latencies
+    spread = workload_from_arrays("edge_cut", [10] * 4, [0] * 4, [0] * 4,
+                                  np.ones((4, 4)) - np.eye(4))
+    alone = predict(spread, spec, Cluster(network=net, ranks_per_host=1), shm)
+    assert alone["forward_s"] == pytest.approx(3 * 1e-3 + 3 * 16 / 1e6)
 
 
 def test_hierarchical_allreduce():
