@@ -1,155 +1,410 @@
-"""Alpha-beta cost model of one full-batch training epoch on a partitioned graph.
+"""Time model of one full-batch training step and one evaluation pass on a partitioned graph.
 
-For a model with layer widths ``dims = [d_0, d_1, ..., d_L]`` (input features, hidden widths,
-classes) on ``P`` parts, part ``p`` with ``N_p`` owned nodes, ``E_p`` edges, ``H_p`` halo rows
-from ``K_p`` peers (see :func:`partitioning.metrics.part_summary`):
+It follows what the engine does (``gnnscale/graph/aggregate.py``, ``gnnscale/engine``). Inputs:
+a workload per part ``p`` (:func:`partitioning.workload.part_workload`: ``N_p`` owned nodes,
+``Ein_p`` inner and ``Eb_p`` boundary edges, ``R[p, q]`` halo rows ``p`` receives from ``q``), a
+model (:class:`ModelSpec`: per layer input width ``a``, output width ``c``), a cluster
+(:class:`Cluster`: ranks per host, cores per rank, the network between hosts) and constants
+(:class:`CostModel`, measured by ``gnnscale tune --calibrate``).
 
-* compute, forward, layer ``l``: aggregation ``gamma_edge * E_p * d_{l-1}`` plus the dense
-  transform ``gamma_flop * 2 * N_p * d_{l-1} * d_l``; backward costs ``backward_factor`` times
-  the forward: ``T_comp(p) = (1 + backward_factor) * sum_l (...)``.
-* halo exchange: each exchange of width ``d`` costs ``alpha * K_p + beta * H_p * d * b`` (``b``
-  bytes per value). Forward exchanges the input of every layer (``d_0 .. d_{L-1}``); backward
-  returns gradients for layers 2..L (the input features need none):
-  ``T_halo(p) = sum_{l=1..L} x(d_{l-1}) + sum_{l=2..L} x(d_{l-1})``.
-  For a vertex cut, ``H_p`` counts mirrors: a partial aggregate goes to the master and the
-  result comes back, so each exchange is counted twice.
-* gradient allreduce (ring): ``2 (P-1) alpha + 2 (P-1)/P * G * beta`` with ``G`` the bytes of
-  all weights (``sum_l (d_{l-1} + 1) d_l`` values unless given).
+**Exchange** of rows ``w`` values wide (``b = 4 w`` bytes per row) for rank ``p``; peers on its
+host go through shared memory, the others through the host's network link, both at once::
 
-Predicted epoch time: ``max_p (T_comp(p) + T_halo(p)) + T_allreduce``: the slowest part sets
-the pace and no overlap is assumed (an upper bound; overlap makes measured times lower).
+    X_p(w) = max(shm_alpha K_intra + shm_beta b max(in_intra, out_intra),
+                 L K_inter + b max(host_in, host_out) / BW)
 
-The default constants are rough numbers for one CPU core and shared-memory MPI; :meth:`fit`
-replaces them with least-squares estimates (non-negative) from measured runs.
+``in/out`` are rows received/sent, ``K`` the peers, ``host_in/out`` the rows all ranks of ``p``'s
+host move across hosts (they share one link), ``L``/``BW`` the target network: the latency is
+paid per peer host message, as in a pairwise alltoallv (Thakur et al. 2005: ``(P-1) alpha + n
+beta``). On a
+*simulated* network (``train --simulate-network``, every rank on this host) an exchange ends at
+``max(real shared-memory exchange, L + b out_p / BW)``, which is what the simulator does.
+
+**Layer, edge cut** (GCN, SAGE-mean; ``w = min(a, c)``, the width the layer aggregates)::
+
+    F_p = dense + max(g_edge Ein_p w, X_p(w)) + g_edge Eb_p w + elementwise
+    B_p = dense_back + [g_edge Eb_p w + max(g_edge Ein_p w, X_p(w))] + elementwise
+
+``dense = g_flop 2 N_p a c`` (twice for SAGE's two weights), ``dense_back`` is the weight
+gradient plus, above the first layer, the input gradient; the bracket is absent where the
+aggregated input needs no gradient (the first layer aggregating raw features). GAT waits for its
+exchange (width ``H C + H``) and then works per edge: ``g_gather (Ein+Eb+N) H C`` x 3 forward,
+x 6 backward. A vertex cut (DistGNN) exchanges twice per aggregation (master -> mirrors,
+partial sums -> masters) around its local product, without overlap.
+Every term is multiplied by ``s = max(1, ranks_per_host x cores_per_rank / host_cores)``
+(oversubscription) and gets ``layer_overhead_s`` (Python and autograd per layer and pass).
+
+**Step**: each exchange synchronises the ranks, so every layer costs its slowest rank::
+
+    T_fwd = sum_l max_p F_p(l),   T_bwd = sum_l max_p B_p(l)
+
+Weight gradients are allreduced in buckets as backward produces them (last layer first): bucket
+``k`` starts at ``max(end of its layers' backward, end of bucket k-1)``; only what runs past the
+end of backward is exposed. The allreduce is hierarchical: ``2 (r-1) shm_alpha + 2 (r-1)/r G
+shm_beta`` within a host of ``r`` ranks, then ``2 (h-1) L + 2 (h-1)/h G / BW`` between ``h``
+hosts. ``T_step = T_fwd + T_bwd + exposed allreduce + optimiser (12 elementwise ops per weight)``.
+**Evaluation**: ``T_eval = sum_l max_p F_p(l)`` without dropout, plus the metric's allreduce.
+
+Compute constants depend on the thread count; a count that was not calibrated uses the largest
+calibrated count below it, scaled by the ratio of counts (ideal speed-up: an assumption).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from .errors import PartitionError
 
-__all__ = ["CostModel", "epoch_terms"]
+__all__ = ["CostModel", "Cluster", "Network", "ModelSpec", "predict", "COMPUTE_KEYS",
+           "MODELS"]
 
-TERMS = ("agg_work", "flops", "messages", "bytes")
-
-
-def _check_dims(dims) -> list[int]:
-    dims = [int(d) for d in dims]
-    if len(dims) < 2 or min(dims) < 1:
-        raise PartitionError(f"dims={dims} must list at least two positive layer widths")
-    return dims
+COMPUTE_KEYS = ("gamma_edge", "gamma_flop", "gamma_elem", "gamma_gather")
+GLOBAL_KEYS = ("shm_alpha", "shm_beta", "layer_overhead_s")
+MODELS = ("gcn", "sage", "gat")
+DEFAULT_COMPUTE = {"gamma_edge": 1.5e-9, "gamma_flop": 5e-11, "gamma_elem": 1e-9,
+                   "gamma_gather": 3e-9}
 
 
-def epoch_terms(summary: dict, dims, bytes_per_value: int = 4, backward_factor: float = 2.0,
-                num_weights: int | None = None) -> dict:
-    """The raw workload of one epoch, before multiplying by the constants.
+@dataclass(frozen=True)
+class Network:
+    """A network between hosts: one-way latency (s) and bandwidth (bytes/s) per host link."""
 
-    Returns per-part float arrays ``agg_work`` (edge x feature products, forward+backward),
-    ``flops``, ``messages`` and ``bytes`` (halo traffic received), and the allreduce scalars
-    ``allreduce_messages``, ``allreduce_bytes``.
+    latency_s: float
+    bandwidth_Bps: float
+
+    def __post_init__(self):
+        if not self.latency_s >= 0 or not self.bandwidth_Bps > 0 or \
+                math.inf in (self.latency_s, self.bandwidth_Bps):
+            raise PartitionError(f"network needs latency >= 0 and bandwidth > 0, got "
+                                 f"{self.latency_s} s, {self.bandwidth_Bps} B/s")
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """Where the ranks run.
+
+    Attributes:
+        ranks_per_host: ranks sharing a host (its memory and network link); None: every rank
+            on one host.
+        cores_per_rank: compute threads of each rank.
+        network: the link between hosts (None: one host, shared memory only).
+        host_cores: cores of a host; None means ``ranks_per_host x cores_per_rank`` (no
+            oversubscription).
+        simulated: the ranks share this host and ``network`` is ``train --simulate-network``.
     """
-    dims = _check_dims(dims)
-    nodes = np.asarray(summary["nodes"], dtype=np.float64)
-    edges = np.asarray(summary["edges"], dtype=np.float64)
-    halo = np.asarray(summary["halo_nodes"], dtype=np.float64)
-    peers = np.asarray(summary.get("halo_peers", np.minimum(halo, summary["num_parts"] - 1)),
-                       dtype=np.float64)
-    passes = 1.0 + backward_factor
-    agg = passes * edges * sum(dims[:-1])
-    flops = passes * 2.0 * nodes * sum(a * b for a, b in zip(dims[:-1], dims[1:]))
-    exchanged = dims[:-1] + dims[1:-1]  # forward inputs of every layer, backward from layer 2
-    twice = 2.0 if summary.get("kind") == "vertex_cut" else 1.0
-    messages = twice * peers * len(exchanged)
-    traffic = twice * halo * sum(exchanged) * bytes_per_value
-    p = int(summary["num_parts"])
-    if num_weights is None:
-        num_weights = sum((a + 1) * b for a, b in zip(dims[:-1], dims[1:]))
-    grad_bytes = float(num_weights * bytes_per_value)
-    return {"agg_work": agg, "flops": flops, "messages": messages, "bytes": traffic,
-            "allreduce_messages": 2.0 * (p - 1), "allreduce_bytes": 2.0 * (p - 1) / p * grad_bytes}
+
+    ranks_per_host: int | None = None
+    cores_per_rank: int = 1
+    network: Network | None = None
+    host_cores: int | None = None
+    simulated: bool = False
+
+    def hosts_of(self, parts: int) -> np.ndarray:
+        per_host = parts if self.ranks_per_host is None or self.simulated \
+            else self.ranks_per_host
+        return np.arange(parts) // max(1, per_host)
+
+    def oversubscription(self, parts: int) -> float:
+        per_host = min(parts, self.ranks_per_host or parts)
+        busy = per_host * self.cores_per_rank
+        return max(1.0, busy / self.host_cores) if self.host_cores else 1.0
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A stack of graph layers: ``widths[l] -> widths[l+1]`` with ``heads[l]`` attention heads
+    (GAT: ``widths[l+1]`` is heads x width per head when concatenated)."""
+
+    name: str
+    widths: tuple
+    heads: tuple = ()
+    dropout: float = 0.5
+
+    @classmethod
+    def build(cls, name: str, in_dim: int, hidden: int, classes: int, layers: int = 2,
+              heads: int = 8, out_heads: int = 1, dropout: float = 0.5) -> "ModelSpec":
+        """The widths ``gnnscale train --model NAME`` uses for these options."""
+        if name not in MODELS:
+            raise PartitionError(f"unknown model {name!r}; the cost model knows "
+                                 f"{', '.join(MODELS)}")
+        if min(in_dim, hidden, classes, layers) < 1:
+            raise PartitionError(f"model widths must be positive, got in={in_dim}, "
+                                 f"hidden={hidden}, classes={classes}, layers={layers}")
+        if name == "gat":
+            hidden_out, hs = hidden * heads, [heads] * (layers - 1) + [out_heads]
+        else:
+            hidden_out, hs = hidden, [1] * layers
+        widths = [in_dim] + [hidden_out] * (layers - 1) + [classes]
+        return cls(name, tuple(int(w) for w in widths), tuple(hs), float(dropout))
+
+    @property
+    def layers(self) -> int:
+        return len(self.widths) - 1
+
+    def layer_weights(self) -> list[int]:
+        """Parameters of each layer."""
+        out = []
+        for a, c, h in zip(self.widths[:-1], self.widths[1:], self.heads or [1] * self.layers):
+            if self.name == "gat":
+                per_head = c // h if c % h == 0 and c >= h else c
+                out.append(a * h * per_head + 2 * h * per_head + c)
+            else:
+                out.append(a * c * (2 if self.name == "sage" else 1) + c)
+        return out
 
 
 @dataclass
 class CostModel:
-    """Constants of the epoch-time model (seconds per unit).
+    """Constants of the time model (seconds per unit).
 
     Attributes:
-        alpha: latency per message (default 5e-6 s).
-        beta: time per byte moved (default 2e-10 s/B, about 5 GB/s).
-        gamma_edge: time per edge x feature aggregated (default 1e-9 s).
-        gamma_flop: time per floating-point operation of the dense transforms (default 5e-11 s,
-            about 20 GFLOP/s).
-        backward_factor: backward cost relative to forward (default 2.0).
-        bytes_per_value: bytes per feature value (default 4, float32).
+        compute: thread count -> ``gamma_edge`` (per edge x feature of the CSR aggregation),
+            ``gamma_flop`` (per flop of dense transforms), ``gamma_elem`` (per element of an
+            elementwise op), ``gamma_gather`` (per value of a row gather or scatter-add).
+        shm_alpha: cost per message of a shared-memory alltoallv (s).
+        shm_beta: cost per byte of a shared-memory alltoallv (s/B).
+        layer_overhead_s: fixed cost per layer and pass (Python, autograd, allocation).
+        bytes_per_value: bytes of a feature value on the wire (4: float32).
     """
 
-    alpha: float = 5e-6
-    beta: float = 2e-10
-    gamma_edge: float = 1e-9
-    gamma_flop: float = 5e-11
-    backward_factor: float = 2.0
+    compute: dict = field(default_factory=lambda: {1: dict(DEFAULT_COMPUTE)})
+    shm_alpha: float = 5e-6
+    shm_beta: float = 2e-10
+    layer_overhead_s: float = 1e-4
     bytes_per_value: int = 4
 
-    def predict(self, summary: dict, dims, num_weights: int | None = None) -> dict:
-        """Predicted seconds per epoch for the partition described by ``summary``.
+    def __post_init__(self):
+        self.compute = {int(t): dict(v) for t, v in self.compute.items()}
+        if not self.compute:
+            raise PartitionError("cost model: 'compute' needs at least one thread count")
+        for threads, values in self.compute.items():
+            if threads < 1:
+                raise PartitionError(f"cost model: thread count {threads} must be >= 1")
+            for key in COMPUTE_KEYS:
+                _check_constant(f"compute[{threads}].{key}", values.get(key))
+        for key in GLOBAL_KEYS:
+            _check_constant(key, getattr(self, key))
 
-        Returns ``compute_s`` and ``halo_s`` of the slowest part, ``allreduce_s``, ``epoch_s``,
-        and the per-part arrays ``part_compute_s`` and ``part_halo_s``.
-        """
-        t = epoch_terms(summary, dims, self.bytes_per_value, self.backward_factor, num_weights)
-        compute = self.gamma_edge * t["agg_work"] + self.gamma_flop * t["flops"]
-        halo = self.alpha * t["messages"] + self.beta * t["bytes"]
-        allreduce = self.alpha * t["allreduce_messages"] + self.beta * t["allreduce_bytes"]
-        slowest = int(np.argmax(compute + halo))
-        return {"compute_s": float(compute[slowest]), "halo_s": float(halo[slowest]),
-                "allreduce_s": float(allreduce),
-                "epoch_s": float(compute[slowest] + halo[slowest] + allreduce),
-                "part_compute_s": compute, "part_halo_s": halo}
+    def constants_for(self, threads: int) -> dict:
+        """Compute constants for ``threads`` threads (see the module docstring)."""
+        if threads in self.compute:
+            return self.compute[threads]
+        below = [t for t in self.compute if t <= threads]
+        base = max(below) if below else min(self.compute)
+        return {k: v * base / threads for k, v in self.compute[base].items()}
 
     def to_dict(self) -> dict:
-        """The constants as a JSON-friendly dict."""
-        return asdict(self)
+        """JSON-friendly constants (thread counts as string keys)."""
+        return {"compute": {str(t): dict(v) for t, v in sorted(self.compute.items())},
+                **{k: getattr(self, k) for k in GLOBAL_KEYS},
+                "bytes_per_value": self.bytes_per_value}
 
     @classmethod
     def from_dict(cls, values: dict) -> "CostModel":
-        """Inverse of :meth:`to_dict`; unknown keys are refused."""
-        unknown = set(values) - set(cls.__dataclass_fields__)
+        """Inverse of :meth:`to_dict`; unknown, missing or negative constants are refused."""
+        if not isinstance(values, dict):
+            raise PartitionError(f"cost model must be a JSON object, got {type(values).__name__}")
+        known = {"compute", "bytes_per_value", *GLOBAL_KEYS}
+        unknown = sorted(set(values) - known)
         if unknown:
-            raise PartitionError(f"unknown cost model constant {sorted(unknown)[0]!r}")
-        return cls(**values)
+            raise PartitionError(f"cost model: unknown constant {unknown[0]!r}")
+        missing = sorted(known - set(values) - {"bytes_per_value"})
+        if missing:
+            raise PartitionError(f"cost model: missing constant {missing[0]!r}")
+        compute = values["compute"]
+        if not isinstance(compute, dict):
+            raise PartitionError("cost model: 'compute' must map thread counts to constants")
+        try:
+            compute = {int(t): v for t, v in compute.items()}
+        except ValueError:
+            raise PartitionError(f"cost model: thread counts must be integers, got "
+                                 f"{sorted(compute)}") from None
+        return cls(compute=compute, **{k: values[k] for k in GLOBAL_KEYS},
+                   bytes_per_value=int(values.get("bytes_per_value", 4)))
+
+    def save(self, path) -> None:
+        """Write the constants as JSON."""
+        Path(path).write_text(json.dumps(self.to_dict(), indent=1))
 
     @classmethod
-    def fit(cls, measurements, backward_factor: float = 2.0,
-            bytes_per_value: int = 4) -> "CostModel":
-        """Fit ``gamma_edge``, ``gamma_flop``, ``alpha``, ``beta`` by non-negative least squares.
+    def load(cls, path) -> "CostModel":
+        """Read constants written by :meth:`save` (or a tune JSON's ``cost_model``)."""
+        try:
+            values = json.loads(Path(path).read_text())
+        except (OSError, ValueError) as exc:
+            raise PartitionError(f"cost model {path}: cannot read JSON ({exc})") from None
+        if isinstance(values, dict) and "cost_model" in values:
+            values = values["cost_model"]
+        try:
+            return cls.from_dict(values)
+        except PartitionError as exc:
+            raise PartitionError(f"{path}: {exc}") from None
 
-        Args:
-            measurements: iterable of dicts, each with ``seconds`` (a measured time) and the
-                workload it covered: any of ``agg_work``, ``flops``, ``messages``, ``bytes``
-                (missing ones count as 0). Epoch measurements can be turned into such rows with
-                :func:`epoch_terms` (slowest part's terms, allreduce added to messages/bytes);
-                micro-benchmarks (one SpMM, one GEMM, one alltoallv) fit individual constants.
-        A constant whose term never appears keeps its default.
-        """
-        from scipy.optimize import nnls
 
-        rows = list(measurements)
-        if not rows:
-            raise PartitionError("CostModel.fit needs at least one measurement")
-        design = np.array([[float(r.get(k, 0.0)) for k in TERMS] for r in rows])
-        seconds = np.array([float(r["seconds"]) for r in rows])
-        if np.any(seconds < 0) or np.any(design < 0):
-            raise PartitionError("measurements must have non-negative seconds and workloads")
-        defaults = cls(backward_factor=backward_factor, bytes_per_value=bytes_per_value)
-        names = ("gamma_edge", "gamma_flop", "alpha", "beta")
-        used = design.max(axis=0) > 0
-        # Scale columns to unit max so the solver is well conditioned across 10 decades.
-        scale = np.where(used, design.max(axis=0), 1.0)
-        coef, _ = nnls(design[:, used] / scale[used], seconds)
-        values = {name: getattr(defaults, name) for name in names}
-        for name, c, s in zip(np.array(names)[used], coef, scale[used]):
-            values[str(name)] = float(c / s)
-        return cls(**values, backward_factor=backward_factor, bytes_per_value=bytes_per_value)
+def _check_constant(name: str, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise PartitionError(f"cost model: constant {name} is missing or not a number "
+                             f"(got {value!r})")
+    if not value >= 0 or value == math.inf:
+        raise PartitionError(f"cost model: constant {name} must be finite and >= 0, got {value}")
+
+
+# -- the prediction ---------------------------------------------------------------------------
+
+class _Exchange:
+    """Per-rank time of one alltoallv of ``w``-wide rows on a cluster."""
+
+    def __init__(self, recv_rows: np.ndarray, cluster: Cluster, model: CostModel, slow: float):
+        r = np.asarray(recv_rows, dtype=np.float64)
+        self.p = r.shape[0]
+        hosts = cluster.hosts_of(self.p)
+        same = hosts[:, None] == hosts[None, :]
+        self.cluster, self.model, self.slow = cluster, model, slow
+        intra, inter = np.where(same, r, 0.0), np.where(same, 0.0, r)
+        self.in_intra, self.out_intra = intra.sum(1), intra.sum(0)
+        self.k_intra = ((intra > 0) | (intra.T > 0)).sum(1)
+        self.k_inter = ((inter > 0) | (inter.T > 0)).sum(1)
+        host_in = np.bincount(hosts, weights=inter.sum(1), minlength=hosts.max() + 1)
+        host_out = np.bincount(hosts, weights=inter.sum(0), minlength=hosts.max() + 1)
+        self.host_rows = np.maximum(host_in, host_out)[hosts]
+        self.out_all = r.sum(0)
+
+    def __call__(self, width: float) -> np.ndarray:
+        if self.p == 1:
+            return np.zeros(1)
+        m, c = self.model, self.cluster
+        row_bytes = width * m.bytes_per_value
+        shm = self.slow * (m.shm_alpha * self.k_intra
+                           + m.shm_beta * row_bytes * np.maximum(self.in_intra, self.out_intra))
+        if c.network is None:
+            return shm
+        net = c.network
+        if c.simulated:  # every post waits latency + its own sent bytes / bandwidth
+            return np.maximum(shm, net.latency_s + row_bytes * self.out_all / net.bandwidth_Bps)
+        remote = (net.latency_s * self.k_inter
+                  + np.where(self.k_inter > 0, row_bytes * self.host_rows / net.bandwidth_Bps, 0.0))
+        return np.maximum(shm, remote)
+
+
+def _ring(n: int, nbytes: float, alpha: float, beta: float) -> float:
+    return 0.0 if n <= 1 else 2 * (n - 1) * alpha + 2 * (n - 1) / n * nbytes * beta
+
+
+def allreduce_time(nbytes: float, parts: int, cluster: Cluster, model: CostModel,
+                   slow: float = 1.0) -> float:
+    """Hierarchical ring allreduce of ``nbytes``: within each host, then between hosts."""
+    net = cluster.network
+    if net is None or cluster.simulated or cluster.ranks_per_host is None:
+        return slow * _ring(parts, nbytes, model.shm_alpha, model.shm_beta)
+    per_host = min(parts, cluster.ranks_per_host)
+    hosts = math.ceil(parts / per_host)
+    return (slow * _ring(per_host, nbytes, model.shm_alpha, model.shm_beta)
+            + _ring(hosts, nbytes, net.latency_s, 1.0 / net.bandwidth_Bps))
+
+
+def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
+                 training: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(forward, backward, exposed exchange) per rank for one layer, before oversubscription."""
+    a, c = spec.widths[layer], spec.widths[layer + 1]
+    n, ein, eb = w["nodes"], w["inner_edges"], w["boundary_edges"]
+    first, last = layer == 0, layer == spec.layers - 1
+    elem = n * c * (1 if last else 2) + (n * a if training and first and spec.dropout else 0)
+    if spec.name == "gat":
+        heads = spec.heads[layer]
+        xf = xchg(c + heads)  # GAT waits for it: no overlap
+        edges = ein + eb + n
+        edge_work = k["gamma_gather"] * edges * c * 3 + k["gamma_elem"] * edges * heads * 8
+        dense = k["gamma_flop"] * 2 * n * a * c
+        fwd = dense + xf + edge_work + k["gamma_elem"] * elem
+        bwd = dense * (1 if first else 2) + xf + 2 * edge_work + 2 * k["gamma_elem"] * elem
+        return fwd, bwd, xf + xf
+    width = min(a, c)
+    transform_first = c < a
+    mult = 2 if spec.name == "sage" else 1
+    dense = k["gamma_flop"] * 2 * n * a * c * mult
+    self_loops = n if spec.name == "gcn" else 0
+    inner = k["gamma_edge"] * (ein + self_loops) * width
+    bnd = k["gamma_edge"] * eb * width
+    x = xchg(width)
+    if w["kind"] == "vertex_cut":
+        agg_f, exposed = x + inner + x, 2 * x
+    else:
+        agg_f, exposed = np.maximum(inner, x) + bnd, np.maximum(0.0, x - inner)
+    fwd = dense + agg_f + k["gamma_elem"] * elem
+    needs_agg_grad = not first or transform_first
+    bwd = dense * (1 if first else 2) + 2 * k["gamma_elem"] * elem
+    if needs_agg_grad:
+        bwd = bwd + agg_f
+        exposed = exposed * 2
+    return fwd, bwd, exposed
+
+
+def predict(workload: dict, spec: ModelSpec, cluster: Cluster | None = None,
+            model: CostModel | None = None) -> dict:
+    """Predicted seconds of one training step and one evaluation pass (see module docstring).
+
+    Returns ``step_s``, ``eval_s``, ``epoch_s`` (both), the step's parts ``forward_s``,
+    ``backward_s``, ``allreduce_exposed_s``, ``optimizer_s``, ``exchange_exposed_s`` (time the
+    slowest ranks wait for halos), ``slowest_rank`` (most busy in the step), ``slowest_layer``
+    and ``slowest_phase`` (the costliest phase), ``bound`` ("communication" or "compute"), and
+    per-rank ``rank_step_s`` (each rank's own work with no waiting for others) and
+    ``halo_bytes`` (per rank, received per exchange of the widest layer).
+    """
+    cluster = cluster or Cluster()
+    model = model or CostModel()
+    p = int(workload["num_parts"])
+    slow = cluster.oversubscription(p)
+    k = {key: v * slow for key, v in model.constants_for(cluster.cores_per_rank).items()}
+    xchg = _Exchange(workload["recv_rows"], cluster, model, slow)
+    overhead = model.layer_overhead_s * slow
+    fwd, bwd, ev, exposed = [], [], [], []
+    for layer in range(spec.layers):
+        f, b, x = _layer_times(workload, spec, layer, k, xchg, True)
+        fe, _, _ = _layer_times(workload, spec, layer, k, xchg, False)
+        fwd.append(f + overhead)
+        bwd.append(b + overhead)
+        ev.append(fe + overhead)
+        exposed.append(x)
+    t_fwd = float(sum(f.max() for f in fwd))
+    # allreduce buckets: layers grouped from the last until a quarter of the gradients
+    grads = [4.0 * n for n in spec.layer_weights()]
+    bucket_min = min(4 * 2**20, max(64 * 2**10, sum(grads) / 4))
+    clock = comm_free = 0.0
+    pending = 0.0
+    for layer in reversed(range(spec.layers)):
+        clock += float(bwd[layer].max())
+        pending += grads[layer]
+        if pending >= bucket_min or layer == 0:
+            start = max(clock, comm_free)
+            comm_free = start + allreduce_time(pending, p, cluster, model, slow)
+            pending = 0.0
+    t_bwd = clock
+    ar_exposed = max(0.0, comm_free - t_bwd)
+    optimizer = 12 * sum(spec.layer_weights()) * k["gamma_elem"]
+    loss = k["gamma_elem"] * 10 * float(np.max(workload["train_nodes"])) * spec.widths[-1]
+    step = t_fwd + t_bwd + ar_exposed + optimizer + loss
+    t_eval = float(sum(e.max() for e in ev)) + allreduce_time(64, p, cluster, model, slow) \
+        + k["gamma_elem"] * 10 * float(np.max(workload["nodes"])) * spec.widths[-1]
+    rank_step = sum(fwd) + sum(bwd)
+    slowest = int(np.argmax(rank_step))
+    phases = [(float(fwd[l].max()), l, "forward") for l in range(spec.layers)] + \
+             [(float(bwd[l].max()), l, "backward") for l in range(spec.layers)]
+    _, slow_layer, slow_phase = max(phases)
+    exch_exposed = float(sum(x.max() for x in exposed))
+    comm_s = exch_exposed + ar_exposed
+    widest = max(min(a, c) if spec.name != "gat" else c + h for a, c, h in
+                 zip(spec.widths[:-1], spec.widths[1:], spec.heads or [1] * spec.layers))
+    halo_rows = np.asarray(workload["recv_rows"]).sum(1)
+    return {"step_s": step, "eval_s": t_eval, "epoch_s": step + t_eval, "forward_s": t_fwd,
+            "backward_s": t_bwd, "allreduce_exposed_s": ar_exposed, "optimizer_s": optimizer,
+            "exchange_exposed_s": exch_exposed,
+            "bound": "communication" if comm_s > 0.5 * step else "compute",
+            "slowest_rank": slowest, "slowest_layer": slow_layer + 1,
+            "slowest_phase": slow_phase, "rank_step_s": rank_step,
+            "halo_bytes": halo_rows * widest * model.bytes_per_value,
+            "imbalance": float(rank_step.max() / rank_step.mean()) if rank_step.mean() else 1.0}

@@ -134,6 +134,7 @@ class PartViewBuilder:
         self.owned_starts = np.searchsorted(self.node_parts[self.nodes_by_part],
                                             np.arange(self.num_parts + 1))
         self._lookup = None
+        self._seen = None
         self._halos = None
         self.cut_edges = None  # int64 [P]: in-edges of each part from other parts (by halos())
 
@@ -206,7 +207,12 @@ class PartViewBuilder:
 
     def halo(self, part: int, sources: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(halo, halo_owner)``: distinct foreign ``sources`` ordered by (owner, global id)."""
-        foreign = np.unique(sources[self.node_parts[sources] != part])
+        # distinct ids through a bitmap over the nodes: linear, unlike np.unique's sort/hash
+        if self._seen is None:
+            self._seen = np.zeros(self.num_nodes, dtype=bool)
+        self._seen[sources[self.node_parts[sources] != part]] = True
+        foreign = np.flatnonzero(self._seen)
+        self._seen[foreign] = False
         owner = self.node_parts[foreign]
         order = np.argsort(owner, kind="stable")  # ids ascending within an owner
         return foreign[order], owner[order].astype(np.int32)

@@ -1,9 +1,11 @@
-"""Sweep partitioners x part counts, predict epoch time with the cost model, recommend one.
+"""Sweep partitioners x part counts, predict step time and memory, recommend one.
 
 ``sweep`` returns one row per (method, parts): quality (edge cut, replication, halo bytes,
-balance), partition time and memory, and the predicted epoch time. ``recommend`` picks the
-fastest predicted configuration; ``write_json`` and ``plot_sweep`` save the result (the plot
-imports matplotlib lazily, so the package itself stays light).
+balance), partition time and memory, the predicted training step, evaluation pass and epoch
+(:mod:`partitioning.cost_model`) and, with a memory plan, the predicted peak memory of the
+largest rank (:mod:`partitioning.memory_plan`). ``recommend`` picks the fastest predicted epoch
+and ``explain`` says why, with the runners-up within 10%; ``write_json`` and ``plot_sweep``
+save the result (the plot imports matplotlib lazily, so the package itself stays light).
 """
 
 from __future__ import annotations
@@ -14,55 +16,89 @@ from pathlib import Path
 import numpy as np
 
 from .base import check_num_parts
-from .cost_model import CostModel
+from .cost_model import Cluster, CostModel, ModelSpec, predict
 from .errors import PartitionError
 from .graph import as_csr_graph
 from .metrics import part_summary
+from .workload import part_workload
 
-__all__ = ["sweep", "recommend", "write_json", "plot_sweep", "format_sweep_table"]
+__all__ = ["sweep", "score", "recommend", "runners_up", "explain", "write_json", "plot_sweep",
+           "format_sweep_table"]
+
+RUNNER_UP_MARGIN = 0.10
 
 
-def sweep(graph, methods, parts_list, dims, *, seed: int = 0, cost_model: CostModel | None = None,
-          method_params: dict | None = None, progress=None) -> list[dict]:
+def score(graph, partition, spec: ModelSpec, cluster: Cluster | None = None,
+          cost_model: CostModel | None = None, memory=None) -> dict:
+    """One sweep row for an existing partition: quality, predicted times and memory.
+
+    ``memory``: optional callable ``memory(workload) -> plan dict`` (a memory plan's per-rank
+    peak, see :func:`partitioning.memory_plan.plan_memory`).
+    """
+    cost_model = cost_model or CostModel()
+    s = part_summary(graph, partition,
+                     feature_bytes_per_row=spec.widths[0] * cost_model.bytes_per_value)
+    work = part_workload(graph, partition)
+    pred = predict(work, spec, cluster, cost_model)
+    slowest = pred["slowest_rank"]
+    row = {
+        "method": partition.method, "parts": partition.num_parts, "kind": s["kind"],
+        "edge_cut": s["edge_cut"], "edge_cut_fraction": s["edge_cut_fraction"],
+        "replication_factor": s["replication_factor"],
+        "halo_bytes_max": s["halo_bytes_max"], "halo_bytes_mean": s["halo_bytes_mean"],
+        "balance_nodes": s["balance_nodes"], "balance_edges": s["balance_edges"],
+        "partition_time_s": s["time_s"], "partition_peak_memory_bytes": s["peak_memory_bytes"],
+        "predicted_step_s": pred["step_s"], "predicted_eval_s": pred["eval_s"],
+        "predicted_epoch_s": pred["epoch_s"], "predicted_forward_s": pred["forward_s"],
+        "predicted_backward_s": pred["backward_s"],
+        "predicted_exchange_exposed_s": pred["exchange_exposed_s"],
+        "predicted_allreduce_exposed_s": pred["allreduce_exposed_s"],
+        "bound": pred["bound"], "slowest_rank": slowest,
+        "slowest_layer": pred["slowest_layer"], "slowest_phase": pred["slowest_phase"],
+        "slowest_rank_halo_bytes": float(pred["halo_bytes"][slowest]),
+        "imbalance": pred["imbalance"],
+    }
+    if memory is not None:
+        plan = memory(work)
+        row.update({"predicted_peak_memory_bytes": plan["peak_bytes"],
+                    "memory_peak_phase": plan["peak_phase"],
+                    "memory_peak_rank": plan["peak_rank"]})
+    return row
+
+
+def sweep(graph, methods, parts_list, spec: ModelSpec, *, seed: int = 0,
+          cluster: Cluster | None = None, cost_model: CostModel | None = None,
+          method_params: dict | None = None, memory=None, progress=None) -> list[dict]:
     """Partition ``graph`` with every method for every part count and score each result.
 
     Args:
         graph: anything :func:`as_csr_graph` accepts (a ``train_mask`` is used if present).
         methods: registry names, e.g. ``["random", "metis", "fennel"]``.
         parts_list: part counts; counts above the number of nodes are refused.
-        dims: model layer widths ``[in_features, hidden..., classes]`` for the cost model.
+        spec: the model (:class:`ModelSpec`).
         seed: seed for every partitioner.
-        cost_model: constants for the prediction (default :class:`CostModel()`).
+        cluster: where the ranks run (default: one host, shared memory).
+        cost_model: constants (default :class:`CostModel()`).
         method_params: optional dict method -> extra keyword parameters.
+        memory: optional ``memory(method, parts) -> (workload -> plan)`` factory (see
+            :func:`score`).
         progress: optional callable ``progress(done, total, label)`` called after each run.
     Returns: list of row dicts (see :func:`format_sweep_table` for the columns).
     """
     from . import make_partitioner  # registry lives in the package __init__
 
     g = as_csr_graph(graph)
-    cost_model = cost_model or CostModel()
     method_params = method_params or {}
     parts_list = [check_num_parts(p, g.num_nodes) for p in parts_list]
     if not methods or not parts_list:
         raise PartitionError("sweep needs at least one method and one part count")
-    feature_row = int(dims[0]) * cost_model.bytes_per_value
     partitioners = [(m, p, make_partitioner(m, num_parts=p, seed=seed, **method_params.get(m, {})))
                     for m in methods for p in parts_list]
     rows = []
     for done, (method, parts, partitioner) in enumerate(partitioners, 1):
         partition = partitioner.fit(graph)
-        s = part_summary(graph, partition, feature_bytes_per_row=feature_row)
-        pred = cost_model.predict(s, dims)
-        rows.append({
-            "method": method, "parts": parts, "kind": s["kind"], "edge_cut": s["edge_cut"],
-            "edge_cut_fraction": s["edge_cut_fraction"],
-            "replication_factor": s["replication_factor"],
-            "halo_bytes_max": s["halo_bytes_max"], "halo_bytes_mean": s["halo_bytes_mean"],
-            "balance_nodes": s["balance_nodes"], "balance_edges": s["balance_edges"],
-            "partition_time_s": s["time_s"], "peak_memory_bytes": s["peak_memory_bytes"],
-            "predicted_compute_s": pred["compute_s"], "predicted_halo_s": pred["halo_s"],
-            "predicted_allreduce_s": pred["allreduce_s"], "predicted_epoch_s": pred["epoch_s"],
-        })
+        rows.append(score(graph, partition, spec, cluster, cost_model,
+                          memory(method, parts) if memory is not None else None))
         if progress is not None:
             progress(done, len(partitioners), f"{method} x {parts}")
     return rows
@@ -77,10 +113,33 @@ def recommend(rows: list[dict], parts: int | None = None) -> dict:
     return min(candidates, key=lambda r: (r["predicted_epoch_s"], r["partition_time_s"]))
 
 
+def runners_up(rows: list[dict], best: dict, margin: float = RUNNER_UP_MARGIN) -> list[dict]:
+    """Other rows predicted within ``margin`` (relative) of ``best``, fastest first."""
+    limit = best["predicted_epoch_s"] * (1 + margin)
+    return sorted((r for r in rows if r is not best and r["predicted_epoch_s"] <= limit),
+                  key=lambda r: r["predicted_epoch_s"])
+
+
+def explain(row: dict) -> str:
+    """Why a configuration costs what it does, in one sentence."""
+    exposed = row["predicted_exchange_exposed_s"] + row["predicted_allreduce_exposed_s"]
+    return (f"{row['bound']}-bound: of a {_ms(row['predicted_step_s'])} step, "
+            f"{_ms(exposed)} waits for communication; the costliest phase is layer "
+            f"{row['slowest_layer']} {row['slowest_phase']}; the busiest rank "
+            f"({row['slowest_rank']}) receives {_short_bytes(row['slowest_rank_halo_bytes'])} "
+            f"of halo per exchange; load imbalance {row['imbalance']:.2f}")
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.2f} ms"
+
+
 def write_json(path, rows: list[dict], cost_model: CostModel, extra: dict | None = None) -> dict:
     """Write the sweep, the recommendation (overall and per part count) and the constants."""
+    best = recommend(rows)
     result = {
-        "rows": rows, "cost_model": cost_model.to_dict(), "recommended": recommend(rows),
+        "rows": rows, "cost_model": cost_model.to_dict(), "recommended": best,
+        "why": explain(best), "runners_up": runners_up(rows, best),
         "best_per_parts": {str(p): recommend(rows, p)
                            for p in sorted({r["parts"] for r in rows})},
         **(extra or {}),
@@ -92,48 +151,58 @@ def write_json(path, rows: list[dict], cost_model: CostModel, extra: dict | None
 def _json_default(value):
     if isinstance(value, np.generic):
         return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
     raise TypeError(f"not JSON-serialisable: {type(value).__name__}")
 
 
 def plot_sweep(rows: list[dict], path) -> None:
-    """PNG with predicted epoch time (left) and max halo bytes per exchange (right) vs parts."""
+    """PNG vs parts: predicted epoch time, max halo bytes per exchange, and (when the rows have
+    it) the predicted peak memory of the largest rank."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    panels = [("predicted_epoch_s", "predicted epoch time", "seconds"),
+              ("halo_bytes_max", "communication (largest part)", "halo bytes / exchange")]
+    if all("predicted_peak_memory_bytes" in r for r in rows):
+        panels.append(("predicted_peak_memory_bytes", "peak memory (largest rank)", "bytes"))
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.2))
     for method in dict.fromkeys(r["method"] for r in rows):
         mine = sorted((r for r in rows if r["method"] == method), key=lambda r: r["parts"])
         parts = [r["parts"] for r in mine]
-        left.plot(parts, [r["predicted_epoch_s"] for r in mine], marker="o", label=method)
-        right.plot(parts, [max(r["halo_bytes_max"], 1) for r in mine], marker="o", label=method)
-    for ax, title, ylabel in ((left, "predicted epoch time", "seconds"),
-                              (right, "communication (largest part)", "halo bytes / exchange")):
+        for ax, (key, _, _) in zip(axes, panels):
+            ax.plot(parts, [max(r[key], 1e-9) for r in mine], marker="o", label=method)
+    for ax, (_, title, ylabel) in zip(axes, panels):
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("parts")
         ax.set_ylabel(ylabel)
         ax.set_title(title)
         ax.grid(True, which="both", alpha=0.3)
-    left.legend()
+    axes[0].legend()
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
 def format_sweep_table(rows: list[dict]) -> str:
-    """Text table: method, parts, edge cut, replication, max halo bytes, balance, times."""
-    header = (f"{'method':<8} {'parts':>5} {'edge cut':>10} {'cut %':>6} {'repl':>6} "
-              f"{'halo max':>10} {'bal n':>6} {'bal e':>6} {'part s':>8} {'epoch s':>9}")
+    """Text table: method, parts, edge cut, replication, max halo bytes, balance, predicted
+    step / eval (ms), what bounds the step and, when planned, the peak memory per rank."""
+    memory = all("predicted_peak_memory_bytes" in r for r in rows)
+    header = (f"{'method':<8} {'parts':>5} {'cut %':>6} {'repl':>6} {'halo max':>10} "
+              f"{'bal e':>6} {'part s':>8} {'step ms':>9} {'eval ms':>9} {'bound':>6}"
+              + (f" {'mem/rank':>9}" if memory else ""))
     lines = [header, "-" * len(header)]
     for r in rows:
         lines.append(
-            f"{r['method']:<8} {r['parts']:>5} {r['edge_cut']:>10} "
-            f"{100 * r['edge_cut_fraction']:>6.1f} {r['replication_factor']:>6.2f} "
-            f"{_short_bytes(r['halo_bytes_max']):>10} {r['balance_nodes']:>6.2f} "
+            f"{r['method']:<8} {r['parts']:>5} {100 * r['edge_cut_fraction']:>6.1f} "
+            f"{r['replication_factor']:>6.2f} {_short_bytes(r['halo_bytes_max']):>10} "
             f"{r['balance_edges']:>6.2f} {r['partition_time_s']:>8.2f} "
-            f"{r['predicted_epoch_s']:>9.4f}")
+            f"{r['predicted_step_s'] * 1e3:>9.3f} {r['predicted_eval_s'] * 1e3:>9.3f} "
+            f"{'comm' if r['bound'] == 'communication' else 'comp':>6}"
+            + (f" {_short_bytes(r['predicted_peak_memory_bytes']):>9}" if memory else ""))
     return "\n".join(lines)
 
 

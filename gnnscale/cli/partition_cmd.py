@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..errors import UsageError
+from . import memory_check
 from .arguments import add_dataset_arguments, key_value, load_graph, positive_int
 from .common import formatter, say
 
@@ -70,6 +71,7 @@ def add_parser(subparsers) -> None:
     out.add_argument("--feature-bytes", type=positive_int, default=None,
                      help="bytes per feature row for the halo-volume report; None means "
                           "4 x the dataset's feature width")
+    memory_check.add_memory_plan_argument(part)
     p.set_defaults(func=run)
 
 
@@ -89,6 +91,7 @@ def run(args) -> int:
                                    **method_params(args))
     data = load_graph(args)
     say(f"gnnscale partition: {data.summary()}")
+    memory_check.check_partitioning(args, data)
     partition = partitioner.fit(data)
     say(f"partitioned with {args.method} in {partition.time_s:.1f} s")
     row_bytes = args.feature_bytes or 4 * max(data.num_features, 1)

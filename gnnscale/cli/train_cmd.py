@@ -12,6 +12,7 @@ from ..errors import UsageError
 from .arguments import add_dataset_arguments, load_graph, positive_int
 from .common import agreed_failure, formatter, say
 from .env_check import check_same_versions
+from . import memory_check
 from .report import format_header, format_profile_table, format_time_table
 
 def _non_negative_float(text: str) -> float:
@@ -129,6 +130,7 @@ def add_parser(subparsers) -> None:
                            "for 10 Gb/s Ethernet); the real exchange still runs underneath")
     dist.add_argument("--threads", type=positive_int, default=None,
                       help="torch threads per rank; default: cores / ranks on this host")
+    memory_check.add_memory_plan_argument(dist)
     run_opts = p.add_argument_group("evaluation and checkpoints")
     run_opts.add_argument("--metric", default="acc", choices=("acc", "f1", "auc"),
                           help="metric that picks the best epoch and drives early stopping "
@@ -183,6 +185,8 @@ def run(args) -> int:
                 raise UsageError(f"--balance does not apply to --partitions {args.partitions}: "
                                  f"the store is partitioned already (gnnscale partition "
                                  f"--balance)")
+        with agreed_failure(comm):
+            memory_check.check_store_training(args, comm, args.partitions)
         problem, header = _problem_from_store(args, comm, device)
     else:
         problem, header = _problem_in_memory(args, comm, device)
@@ -292,6 +296,8 @@ def _problem_in_memory(args, comm, device):
         params = balance_params(args.balance, args.partitioner, "--partitioner")
         partitioner = make_partitioner(args.partitioner, num_parts=comm.size, seed=args.seed,
                                        **params)
+    with agreed_failure(comm):
+        memory_check.check_training(args, comm, data)
     partition = None
     with agreed_failure(comm):
         if comm.rank == 0:

@@ -1,15 +1,15 @@
-"""``gnnscale tune``: sweep partitioners x part counts, predict epoch time, recommend one."""
+"""``gnnscale tune``: sweep partitioners x part counts, predict step time and memory on a target
+cluster, recommend one and say why."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-import time
 from pathlib import Path
 
 from .common import formatter, say
 from .arguments import add_dataset_arguments, load_graph, positive_int
+from .train_cmd import _simulated_network
 
 DEFAULT_METHODS = "random,metis,ldg,fennel,libra"
 DEFAULT_PARTS = "2,4,8,16,32,64,128,256"
@@ -34,28 +34,41 @@ def add_parser(subparsers) -> None:
         "tune", help="sweep partitioners x part counts and recommend one",
         description="Partition the dataset with every method for every part count, report "
                     "edge cut, replication, halo bytes, balance and partition time, predict the "
-                    "epoch time with the alpha-beta cost model (partitioning.cost_model) and "
-                    "recommend the fastest. Writes JSON and a PNG plot.",
+                    "training step and evaluation time on a target cluster "
+                    "(partitioning.cost_model) and the peak memory per rank "
+                    "(partitioning.memory_plan), and recommend the fastest, saying why. "
+                    "Writes JSON and a PNG plot.",
         formatter_class=formatter)
     add_dataset_arguments(p)
     sweep = p.add_argument_group("sweep")
     sweep.add_argument("--methods", type=_csv, default=DEFAULT_METHODS,
                        help="comma-separated partitioners from "
                             f"{', '.join(sorted(PARTITIONERS))}")
-    sweep.add_argument("--parts", type=_int_list, default=DEFAULT_PARTS,
-                       help="comma-separated part counts; counts above the number of nodes "
-                            "are skipped")
+    sweep.add_argument("--parts", type=_int_list, default=None,
+                       help=f"comma-separated part counts, at most the number of nodes; None "
+                            f"means {DEFAULT_PARTS} up to the number of nodes")
     sweep.add_argument("--seed", type=int, default=0, help="partitioner seed")
+    add_model_arguments(p)
+    target = p.add_argument_group("target cluster")
+    target.add_argument("--network", type=_simulated_network, default=None,
+                        metavar="LATENCY_US,GBIT_PER_S",
+                        help="network between hosts (same syntax as train --simulate-network, "
+                             "e.g. 2,100 for 100 Gb/s InfiniBand, 50,10 for 10 Gb/s Ethernet); "
+                             "None: every rank on this host, shared memory only")
+    target.add_argument("--ranks-per-host", type=positive_int, default=None,
+                        help="ranks sharing a host and its network link; default 1 with "
+                             "--network, else every rank on one host")
+    target.add_argument("--cores-per-rank", type=positive_int, default=None,
+                        help="compute threads per rank; default 1 with --network, else this "
+                             "host's cores / ranks")
     model = p.add_argument_group("cost model")
-    model.add_argument("--layers", type=positive_int, default=2, help="number of GNN layers")
-    model.add_argument("--hidden", type=positive_int, default=16, help="hidden width")
     model.add_argument("--cost-model", default=None, metavar="FILE",
-                       help="JSON file of cost-model constants (as written under "
-                            "'cost_model' in a tune JSON); None means the built-in constants")
+                       help="JSON constants written by --calibrate (or a tune JSON); None "
+                            "means the built-in constants")
     model.add_argument("--calibrate", action="store_true",
-                       help="measure the compute constants on this machine (sparse aggregation "
-                            "and dense transforms) and, under mpirun with several ranks, the "
-                            "communicator's alpha and beta")
+                       help="measure the constants on this host (aggregation, GEMM, "
+                            "elementwise, gather per thread count; shared-memory alltoallv "
+                            "with a 2-rank mpirun) and write PREFIX-cost-model.json")
     out = p.add_argument_group("output")
     out.add_argument("--out", default="tune", metavar="PREFIX",
                      help="write PREFIX.json and PREFIX.png")
@@ -64,9 +77,47 @@ def add_parser(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def model_dims(data, layers: int, hidden: int) -> list[int]:
-    """Layer widths ``[features, hidden x (layers - 1), classes]`` for the cost model."""
-    return [max(data.num_features, 1)] + [hidden] * (layers - 1) + [max(data.num_classes, 1)]
+def add_model_arguments(parser) -> None:
+    """``--model``, ``--layers``, ``--hidden``, ``--heads``, ``--out-heads`` (as train's)."""
+    from partitioning.cost_model import MODELS
+
+    model = parser.add_argument_group("model")
+    model.add_argument("--model", default="gcn", choices=MODELS, help="layer type")
+    model.add_argument("--layers", type=positive_int, default=2, help="number of GNN layers")
+    model.add_argument("--hidden", type=positive_int, default=16, help="hidden width")
+    model.add_argument("--heads", type=positive_int, default=8, help="gat: hidden heads")
+    model.add_argument("--out-heads", type=positive_int, default=1, help="gat: last heads")
+
+
+def model_spec(args, data):
+    """The :class:`ModelSpec` that ``gnnscale train`` with the same options would build."""
+    from partitioning.cost_model import ModelSpec
+
+    return ModelSpec.build(args.model, max(data.num_features, 1), args.hidden,
+                           max(data.num_classes, 1), args.layers, heads=args.heads,
+                           out_heads=args.out_heads)
+
+
+def target_cluster(args, parts: int | None = None):
+    """The :class:`Cluster` the options describe (see the option help for the defaults)."""
+    import os
+
+    from partitioning.cost_model import Cluster, Network
+
+    if args.network is not None:
+        return Cluster(ranks_per_host=args.ranks_per_host or 1,
+                       cores_per_rank=args.cores_per_rank or 1, network=Network(*args.network))
+    cores = os.cpu_count() or 1
+    per_rank = args.cores_per_rank or max(1, cores // max(1, parts or 1))
+    return Cluster(ranks_per_host=args.ranks_per_host, cores_per_rank=per_rank,
+                   host_cores=cores)
+
+
+def cost_model_from_args(args):
+    """``--cost-model FILE`` or the built-in constants (bad files: UsageError, one line)."""
+    from partitioning.cost_model import CostModel
+
+    return CostModel.load(args.cost_model) if args.cost_model else CostModel()
 
 
 def run(args) -> int:
@@ -74,8 +125,8 @@ def run(args) -> int:
     from tqdm import tqdm
 
     from partitioning import make_partitioner
-    from partitioning.cost_model import CostModel
-    from partitioning.tune import format_sweep_table, plot_sweep, recommend, sweep, write_json
+    from partitioning.tune import (explain, format_sweep_table, plot_sweep, recommend,
+                                   runners_up, score, write_json)
 
     from ..errors import UsageError
 
@@ -84,43 +135,56 @@ def run(args) -> int:
         raise UsageError(f"--out {args.out}: folder {prefix.absolute().parent} does not exist")
     for method in args.methods:  # unknown names fail before loading anything
         make_partitioner(method, num_parts=1)
-    cost_model = _load_cost_model(args.cost_model) if args.cost_model else CostModel()
+    cost_model = cost_model_from_args(args)
     data = load_graph(args)
     say(f"gnnscale tune: {data.summary()}")
+    if args.parts is None:
+        args.parts = [p for p in _int_list(DEFAULT_PARTS) if p <= data.num_nodes] or [1]
+    too_many = [p for p in args.parts if p > data.num_nodes]
+    if too_many:
+        raise UsageError(f"--parts {too_many[0]} exceeds the {data.num_nodes} nodes of "
+                         f"{data.name}")
     if args.calibrate:
-        cost_model = calibrate(cost_model)
-        say(f"calibrated constants: {json.dumps(cost_model.to_dict())}")
-    parts = [p for p in args.parts if p <= data.num_nodes]
-    if len(parts) < len(args.parts):
-        say(f"skipping part counts above {data.num_nodes} nodes: "
-            f"{[p for p in args.parts if p > data.num_nodes]}")
-    if not parts:
-        raise UsageError(f"no part count in {args.parts} fits a graph of {data.num_nodes} nodes")
-    dims = model_dims(data, args.layers, args.hidden)
-    bar = tqdm(total=len(args.methods) * len(parts), desc="tune", unit="run", file=sys.stderr,
+        from .calibrate import calibrate
+
+        cost_model = calibrate(say=say)
+        calibration = prefix.with_name(prefix.name + "-cost-model.json")
+        cost_model.save(calibration)
+        say(f"wrote {calibration} (reuse with --cost-model)")
+    spec = model_spec(args, data)
+    memory = memory_factory(args, data, spec)
+    total = len(args.methods) * len(args.parts)
+    bar = tqdm(total=total, desc="tune", unit="run", file=sys.stderr,
                disable=args.no_progress, leave=False, dynamic_ncols=True)
-
-    def progress(done, total, label):
-        bar.set_postfix_str(label)
-        bar.update(1)
-
+    rows = []
     try:
-        rows = sweep(data, args.methods, parts, dims, seed=args.seed, cost_model=cost_model,
-                     progress=progress)
+        for method in args.methods:
+            for parts in args.parts:
+                partition = make_partitioner(method, num_parts=parts, seed=args.seed).fit(data)
+                rows.append(score(data, partition, spec, target_cluster(args, parts),
+                                  cost_model, memory(method, parts)))
+                bar.set_postfix_str(f"{method} x {parts}")
+                bar.update(1)
     finally:
         bar.close()
     say(format_sweep_table(rows))
+    say(describe_cluster(args))
     best = recommend(rows)
+    say(f"recommended: {best['method']} with {best['parts']} parts: predicted "
+        f"{best['predicted_step_s'] * 1e3:.2f} ms per training step + "
+        f"{best['predicted_eval_s'] * 1e3:.2f} ms per evaluation; {explain(best)}")
+    close = runners_up(rows, best)
+    if close:
+        say("within 10%: " + ", ".join(f"{r['method']} x {r['parts']} "
+                                        f"({r['predicted_epoch_s'] * 1e3:.2f} ms)" for r in close))
+    for p in args.parts:
+        r = recommend(rows, p)
+        say(f"  best at {p:>4} parts: {r['method']:<8} {r['predicted_epoch_s'] * 1e3:9.2f} ms "
+            f"({r['bound']}-bound)")
     json_path = prefix.with_name(prefix.name + ".json")
     write_json(json_path, rows, cost_model,
-               extra={"dataset": data.name, "dims": dims, "seed": args.seed})
-    say(f"recommended: {best['method']} with {best['parts']} parts "
-        f"(predicted {best['predicted_epoch_s'] * 1e3:.2f} ms/epoch; compute "
-        f"{best['predicted_compute_s'] * 1e3:.2f}, halo {best['predicted_halo_s'] * 1e3:.2f}, "
-        f"allreduce {best['predicted_allreduce_s'] * 1e3:.2f})")
-    for p in parts:
-        r = recommend(rows, p)
-        say(f"  best at {p:>4} parts: {r['method']:<7} {r['predicted_epoch_s'] * 1e3:9.2f} ms")
+               extra={"dataset": data.name, "model": spec.__dict__,
+                      "cluster": describe_cluster(args), "seed": args.seed})
     say(f"wrote {json_path}")
     if not args.no_plot:
         png_path = prefix.with_name(prefix.name + ".png")
@@ -129,66 +193,21 @@ def run(args) -> int:
     return 0
 
 
-def _load_cost_model(path):
-    from partitioning.cost_model import CostModel
-
-    from ..errors import UsageError
-
-    try:
-        values = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"--cost-model {path}: cannot read JSON ({exc})") from None
-    return CostModel.from_dict(values.get("cost_model", values))
-
-
-def _timed(fn, repeats: int = 3) -> float:
-    fn()
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
+def describe_cluster(args) -> str:
+    """The assumptions behind the prediction, in one line."""
+    if args.network is None:
+        return ("assumed: every rank on this host (shared memory), "
+                f"{args.cores_per_rank or 'cores / ranks'} core(s) per rank")
+    latency, bandwidth = args.network
+    return (f"assumed: {args.ranks_per_host or 1} rank(s) per host, "
+            f"{args.cores_per_rank or 1} core(s) per rank, network {latency * 1e6:g} us, "
+            f"{bandwidth * 8 / 1e9:g} Gb/s between hosts")
 
 
-def calibrate(model):
-    """Fit the model's constants from short measurements on this machine.
+def memory_factory(args, data, spec):
+    """``(method, parts) -> (workload -> memory plan)`` for the sweep's memory column."""
+    from partitioning.memory_plan import DatasetShape, plan_memory
 
-    Compute: a sparse aggregation (torch CSR x dense) and dense matmuls of several sizes fit
-    ``gamma_edge`` and ``gamma_flop``. Communication: under a launcher with several ranks,
-    allreduces of several sizes fit ``alpha`` and ``beta``; in a single process they keep their
-    values (there is no network to measure).
-    """
-    import numpy as np
-    import torch
-
-    from partitioning.cost_model import CostModel
-
-    from .. import comm as comm_module
-
-    rng = np.random.default_rng(0)
-    rows = []
-    for n, deg, width in ((20000, 10, 32), (20000, 20, 64), (50000, 10, 128)):
-        e = n * deg
-        indptr = torch.arange(0, e + 1, deg, dtype=torch.int64)
-        adj = torch.sparse_csr_tensor(indptr, torch.from_numpy(rng.integers(0, n, e)),
-                                      torch.ones(e), size=(n, n))
-        feats = torch.randn(n, width)
-        rows.append({"agg_work": float(e * width), "seconds": _timed(lambda: adj @ feats)})
-    for n, a, b in ((20000, 64, 64), (20000, 256, 128), (50000, 128, 16)):
-        left, right = torch.randn(n, a), torch.randn(a, b)
-        rows.append({"flops": 2.0 * n * a * b, "seconds": _timed(lambda: left @ right)})
-    comm = comm_module.init("auto")
-    if comm.size > 1:
-        for values in (1, 1 << 10, 1 << 16, 1 << 20):
-            buf = torch.ones(values)
-            seconds = _timed(lambda: comm.allreduce(buf))
-            seconds = comm.allreduce_scalar(seconds, op="max")
-            p = comm.size
-            rows.append({"messages": 2.0 * (p - 1),
-                         "bytes": 2.0 * (p - 1) / p * values * 4, "seconds": seconds})
-    fitted = CostModel.fit(rows, backward_factor=model.backward_factor,
-                           bytes_per_value=model.bytes_per_value)
-    if comm.size == 1:
-        fitted.alpha, fitted.beta = model.alpha, model.beta
-    return fitted
+    shape = DatasetShape.of(data)
+    return lambda method, parts: (lambda work: plan_memory(
+        shape, spec, work, partition_method=method))

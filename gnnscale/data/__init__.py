@@ -1,9 +1,10 @@
 """Graph datasets: the :class:`GraphData` container, loaders for real formats, and generators.
 
 ``load_dataset(name_or_path)`` reads Planetoid raw pickles, heterophilous-graphs npz files,
-SNAP edge lists, OGB node-property folders and scipy sparse npz files, or generates a
-stochastic block model (``sbm``) or R-MAT (``rmat``) graph. PyG and DGL objects convert with
-``GraphData.from_pyg``/``to_pyg`` and :func:`from_dgl`/:func:`to_dgl`.
+SNAP edge lists, OGB node-property folders (CSV or ``ogb``'s binary ``raw/data.npz`` layout),
+PyG-style npz files (``edge_index``, ``x``, ``y``, masks) and scipy sparse npz files, or
+generates a stochastic block model (``sbm``) or R-MAT (``rmat``) graph. PyG and DGL objects
+convert with ``GraphData.from_pyg``/``to_pyg`` and :func:`from_dgl`/:func:`to_dgl`.
 :func:`download_dataset` fetches a public dataset named in :data:`REGISTRY` into a data root.
 """
 

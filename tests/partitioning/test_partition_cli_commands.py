@@ -2,10 +2,7 @@
 
 import json
 import os
-import subprocess
-import sys
 
-import numpy as np
 import pytest
 
 pytest.importorskip("torch")
@@ -54,29 +51,3 @@ def test_info_refuses_damaged_store(tmp_path, capsys):
     assert main(["info", str(out)]) == 2
     assert "part-00000.npz" in capsys.readouterr().err
     assert main(["info", str(tmp_path / "none")]) == 2
-
-
-def test_tune_writes_json_and_png(tmp_path, capsys):
-    prefix = tmp_path / "tune"
-    assert main(["tune", *SBM, "--methods", "random,metis,libra", "--parts", "2,4,1000",
-                 "--out", str(prefix), "--no-progress"]) == 0
-    printed = capsys.readouterr().out
-    assert "recommended:" in printed and "skipping part counts" in printed
-    result = json.loads(prefix.with_suffix(".json").read_text())
-    assert len(result["rows"]) == 6 and result["recommended"]["method"] in {"random", "metis",
-                                                                            "libra"}
-    assert prefix.with_suffix(".png").stat().st_size > 1000
-    assert main(["tune", *SBM, "--methods", "nope", "--out", str(prefix)]) == 2
-
-
-def test_tune_calibrate_in_a_subprocess(tmp_path):
-    # Own process: --calibrate initialises the communicator.
-    code = ("import sys; from gnnscale.cli.main import main; sys.exit(main(sys.argv[1:]))")
-    proc = subprocess.run(
-        [sys.executable, "-c", code, "tune", *SBM, "--methods", "random", "--parts", "2",
-         "--calibrate", "--no-plot", "--no-progress", "--out", str(tmp_path / "t")],
-        capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
-    assert proc.returncode == 0, proc.stderr
-    constants = json.loads((tmp_path / "t.json").read_text())["cost_model"]
-    assert constants["gamma_edge"] > 0 and constants["gamma_flop"] > 0
-    assert np.isfinite(constants["gamma_edge"])

@@ -1,96 +1,214 @@
+"""The time model (partitioning.cost_model), workloads and the tune sweep, without torch."""
+
 import json
 
 import numpy as np
 import pytest
 
-from partitioning import PartitionError, make_partitioner, part_summary
-from partitioning.cost_model import CostModel, epoch_terms
-from partitioning.tune import format_sweep_table, plot_sweep, recommend, sweep, write_json
+from partitioning import PartitionError, make_partitioner
+from partitioning.cost_model import (Cluster, CostModel, ModelSpec, Network, allreduce_time,
+                                     predict)
+from partitioning.tune import (explain, format_sweep_table, plot_sweep, recommend, runners_up,
+                               sweep, write_json)
+from partitioning.workload import part_workload, workload_from_arrays
 from partition_testutil import random_graph, two_cliques
 
-
-def hand_summary(kind="edge_cut"):
-    return {"kind": kind, "num_parts": 2, "nodes": [10, 20], "edges": [100, 50],
-            "halo_nodes": [5, 0], "halo_peers": [1, 0]}
+ONLY_COMM = {"gamma_edge": 0.0, "gamma_flop": 0.0, "gamma_elem": 0.0, "gamma_gather": 0.0}
 
 
-def test_epoch_terms_by_hand():
-    t = epoch_terms(hand_summary(), dims=[8, 4, 2], backward_factor=2.0, num_weights=100)
-    # aggregation: 3 passes x edges x (8 + 4)
-    np.testing.assert_allclose(t["agg_work"], [3 * 100 * 12, 3 * 50 * 12])
-    # dense: 3 x 2 x nodes x (8*4 + 4*2)
-    np.testing.assert_allclose(t["flops"], [3 * 2 * 10 * 40, 3 * 2 * 20 * 40])
-    # exchanges: forward widths 8, 4; backward width 4 -> 3 messages, 16 values per halo row
-    np.testing.assert_allclose(t["messages"], [3, 0])
-    np.testing.assert_allclose(t["bytes"], [5 * 16 * 4, 0])
-    assert t["allreduce_messages"] == 2 and t["allreduce_bytes"] == 400
-    vc = epoch_terms(hand_summary("vertex_cut"), dims=[8, 4, 2])
-    np.testing.assert_allclose(vc["bytes"], [2 * 5 * 16 * 4, 0])
+def two_parts(halo=(100, 50)):
+    """Part 0 receives halo[0] rows from part 1, part 1 receives halo[1] rows from part 0."""
+    return workload_from_arrays("edge_cut", [1000, 1000], [4000, 4000], [300, 300],
+                                [[0, halo[0]], [halo[1], 0]], [500, 500])
 
 
-def test_predict_takes_the_slowest_part():
-    model = CostModel(alpha=1.0, beta=0.0, gamma_edge=1.0, gamma_flop=0.0, backward_factor=0.0)
-    pred = model.predict(hand_summary(), dims=[1, 1])
-    # part 0: 100 edges + 1 message; part 1: 50 edges; allreduce: 2 messages
-    assert pred["compute_s"] == 100 and pred["halo_s"] == 1 and pred["allreduce_s"] == 2
-    assert pred["epoch_s"] == 103
-    with pytest.raises(PartitionError, match="dims"):
-        model.predict(hand_summary(), dims=[4])
+def model(**compute):
+    return CostModel(compute={1: {**ONLY_COMM, **compute}}, shm_alpha=0.0, shm_beta=0.0,
+                     layer_overhead_s=0.0)
 
 
-def test_fit_recovers_constants():
-    truth = CostModel(alpha=3e-6, beta=4e-10, gamma_edge=2e-9, gamma_flop=7e-11)
-    rng = np.random.default_rng(0)
-    rows = []
-    for _ in range(30):
-        w = {"agg_work": rng.uniform(1e6, 1e8), "flops": rng.uniform(1e7, 1e9),
-             "messages": rng.uniform(1, 100), "bytes": rng.uniform(1e5, 1e8)}
-        seconds = (truth.gamma_edge * w["agg_work"] + truth.gamma_flop * w["flops"]
-                   + truth.alpha * w["messages"] + truth.beta * w["bytes"])
-        rows.append({**w, "seconds": seconds})
-    fitted = CostModel.fit(rows)
-    for name in ("alpha", "beta", "gamma_edge", "gamma_flop"):
-        assert getattr(fitted, name) == pytest.approx(getattr(truth, name), rel=1e-3)
-    only_edges = CostModel.fit([{"agg_work": 1e6, "seconds": 1e-3}])
-    assert only_edges.gamma_edge == pytest.approx(1e-9) and only_edges.alpha == CostModel().alpha
-    assert CostModel.from_dict(fitted.to_dict()) == fitted
-    with pytest.raises(PartitionError, match="at least one"):
-        CostModel.fit([])
+def test_workload_counts_inner_boundary_and_halo_by_hand():
+    g = two_cliques(4)
+    part = make_partitioner("block", num_parts=2).fit(g)
+    w = part_workload(g, part)
+    assert w["inner_edges"].sum() + w["boundary_edges"].sum() == g.num_edges
+    assert np.all(np.diag(w["recv_rows"]) == 0)
+    src, dst = g.edge_index()
+    owner = part.node_parts
+    cut = owner[src] != owner[dst]
+    np.testing.assert_array_equal(w["boundary_edges"], np.bincount(owner[dst[cut]],
+                                                                   minlength=2))
+    for p in range(2):  # distinct foreign sources of edges into p
+        assert w["recv_rows"][p].sum() == np.unique(src[cut & (owner[dst] == p)]).size
 
 
-def test_sweep_recommend_and_outputs(tmp_path):
+def test_exchange_on_a_simulated_network_is_latency_plus_sent_bytes():
+    spec = ModelSpec("gcn", (4, 8), (1,), dropout=0.0)
+    net = Network(latency_s=1e-3, bandwidth_Bps=1e6)
+    cluster = Cluster(network=net, simulated=True)
+    pred = predict(two_parts(), spec, cluster, model())
+    # one layer, width min(4, 8) = 4 -> 16 B per row; rank 0 sends 50 rows, rank 1 sends 100;
+    # the first layer aggregates raw features: no backward exchange
+    assert pred["forward_s"] == pytest.approx(1e-3 + 100 * 16 / 1e6)
+    assert pred["backward_s"] == 0.0
+    # transform first (8 -> 4): the aggregated rows need a gradient, returned by an exchange
+    back = predict(two_parts(), ModelSpec("gcn", (8, 4), (1,), dropout=0.0), cluster, model())
+    assert back["backward_s"] == pytest.approx(back["forward_s"])
+
+
+def test_overlap_hides_the_exchange_up_to_the_inner_aggregation():
+    spec = ModelSpec("gcn", (8, 8), (1,), dropout=0.0)
+    work = two_parts()
+    net = Network(latency_s=1e-4, bandwidth_Bps=1e12)
+    fast = predict(work, spec, Cluster(network=net, ranks_per_host=1), model(gamma_edge=1e-7))
+    inner = 1e-7 * (4000 + 1000) * 8  # inner edges + GCN self loops, width 8
+    boundary = 1e-7 * 300 * 8
+    assert inner > 1e-4
+    assert fast["forward_s"] == pytest.approx(inner + boundary, rel=1e-6)
+    assert fast["exchange_exposed_s"] == 0.0
+    slow_net = Network(latency_s=1e-2, bandwidth_Bps=1e12)
+    slow = predict(work, spec, Cluster(network=slow_net, ranks_per_host=1),
+                   model(gamma_edge=1e-7))
+    assert slow["forward_s"] == pytest.approx(1e-2 + boundary, rel=1e-3)
+    assert slow["bound"] == "communication" and fast["bound"] == "compute"
+
+
+def test_ranks_on_one_host_use_shared_memory_and_share_the_link():
+    spec = ModelSpec("gcn", (8, 4), (1,), dropout=0.0)
+    net = Network(latency_s=1e-3, bandwidth_Bps=1e6)
+    shm = CostModel(compute={1: ONLY_COMM}, shm_alpha=1e-6, shm_beta=0.0, layer_overhead_s=0)
+    same_host = predict(two_parts(), spec, Cluster(network=net, ranks_per_host=2), shm)
+    assert same_host["forward_s"] == pytest.approx(1e-6)  # one peer, shared memory only
+    apart = predict(two_parts(), spec, Cluster(network=net, ranks_per_host=1), shm)
+    # one peer on another host: one latency, the busiest link moves max(in, out) = 100 rows
+    assert apart["forward_s"] == pytest.approx(1e-3 + 1600 / 1e6)
+    # four ranks, two per host: each host link carries both of its ranks' remote rows
+    four = workload_from_arrays("edge_cut", [10] * 4, [0] * 4, [0] * 4,
+                                [[0, 0, 10, 0], [0, 0, 0, 10], [10, 0, 0, 0], [0, 10, 0, 0]])
+    paired = predict(four, spec, Cluster(network=net, ranks_per_host=2), shm)
+    assert paired["forward_s"] == pytest.approx(1e-3 + 2 * 10 * 16 / 1e6)
+    # three peers on other hosts: three latencies
+    spread = workload_from_arrays("edge_cut", [10] * 4, [0] * 4, [0] * 4,
+                                  np.ones((4, 4)) - np.eye(4))
+    alone = predict(spread, spec, Cluster(network=net, ranks_per_host=1), shm)
+    assert alone["forward_s"] == pytest.approx(3 * 1e-3 + 3 * 16 / 1e6)
+
+
+def test_hierarchical_allreduce():
+    net = Network(latency_s=1e-5, bandwidth_Bps=1e9)
+    shm = CostModel(shm_alpha=1e-7, shm_beta=1e-11)
+    flat = allreduce_time(1e6, 8, Cluster(network=net, ranks_per_host=1), shm)
+    assert flat == pytest.approx(2 * 7 * 1e-5 + 2 * 7 / 8 * 1e6 / 1e9)
+    hier = allreduce_time(1e6, 8, Cluster(network=net, ranks_per_host=4), shm)
+    assert hier == pytest.approx(2 * 3 * 1e-7 + 2 * 3 / 4 * 1e6 * 1e-11
+                                 + 2 * 1e-5 + 1e6 / 1e9)
+    assert allreduce_time(1e6, 1, Cluster(), shm) == 0.0
+
+
+def test_gradient_allreduce_overlaps_backward():
+    spec = ModelSpec.build("gcn", 64, 256, 64, layers=3)
+    work = two_parts()
+    net = Network(latency_s=0.0, bandwidth_Bps=1e7)
+    costs = CostModel(compute={1: {**ONLY_COMM, "gamma_flop": 1e-8}}, shm_alpha=0,
+                      shm_beta=0, layer_overhead_s=0)
+    pred = predict(work, spec, Cluster(network=net, ranks_per_host=1), costs)
+    total = sum(allreduce_time(4.0 * w, 2, Cluster(network=net, ranks_per_host=1), costs)
+                for w in spec.layer_weights())
+    assert 0 < pred["allreduce_exposed_s"] < total  # part of it hidden behind backward
+
+
+def test_slowest_rank_sets_each_layer_and_oversubscription_slows_compute():
+    spec = ModelSpec("gcn", (8, 4), (1,), dropout=0.0)
+    work = workload_from_arrays("edge_cut", [100, 100], [1000, 10], [0, 0], np.zeros((2, 2)))
+    costs = model(gamma_edge=1e-6)
+    alone = predict(work, spec, Cluster(), costs)
+    assert alone["forward_s"] == pytest.approx(1e-6 * 1100 * 4)
+    assert alone["slowest_rank"] == 0 and alone["imbalance"] > 1.5
+    crowded = predict(work, spec, Cluster(cores_per_rank=1, host_cores=1), costs)  # 2 ranks
+    assert crowded["forward_s"] == pytest.approx(2 * alone["forward_s"])
+
+
+def test_cost_model_file_round_trip_and_refusals(tmp_path):
+    costs = CostModel(compute={1: {"gamma_edge": 2e-9, "gamma_flop": 1e-10, "gamma_elem": 1e-9,
+                                   "gamma_gather": 3e-9},
+                               4: {"gamma_edge": 6e-10, "gamma_flop": 3e-11,
+                                   "gamma_elem": 3e-10, "gamma_gather": 1e-9}})
+    path = tmp_path / "c.json"
+    costs.save(path)
+    assert CostModel.load(path) == costs
+    assert costs.constants_for(4)["gamma_edge"] == 6e-10
+    assert costs.constants_for(8)["gamma_edge"] == pytest.approx(3e-10)  # ideal beyond 4
+    # 2 threads: the largest calibrated count below (1), scaled by 1/2
+    assert costs.constants_for(2) == {k: v / 2 for k, v in costs.compute[1].items()}
+    values = costs.to_dict()
+    del values["shm_beta"]
+    with pytest.raises(PartitionError, match="missing constant 'shm_beta'"):
+        CostModel.from_dict(values)
+    values = costs.to_dict()
+    values["compute"]["1"]["gamma_flop"] = -1.0
+    with pytest.raises(PartitionError, match=r"compute\[1\].gamma_flop must be finite and >= 0"):
+        CostModel.from_dict(values)
+    values = costs.to_dict()
+    del values["compute"]["4"]["gamma_edge"]
+    with pytest.raises(PartitionError, match=r"compute\[4\].gamma_edge is missing"):
+        CostModel.from_dict(values)
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(PartitionError, match="cannot read JSON"):
+        CostModel.load(tmp_path / "bad.json")
+    with pytest.raises(PartitionError, match="network needs"):
+        Network(latency_s=1e-6, bandwidth_Bps=0)
+
+
+def test_model_spec_widths_and_weights():
+    gat = ModelSpec.build("gat", 10, 8, 3, layers=2, heads=4, out_heads=1)
+    assert gat.widths == (10, 32, 3) and gat.heads == (4, 1)
+    assert gat.layer_weights() == [10 * 32 + 2 * 32 + 32, 32 * 3 + 2 * 3 + 3]
+    sage = ModelSpec.build("sage", 10, 8, 3)
+    assert sage.layer_weights() == [2 * 10 * 8 + 8, 2 * 8 * 3 + 3]
+    with pytest.raises(PartitionError, match="unknown model"):
+        ModelSpec.build("gin", 10, 8, 3)
+
+
+def test_sweep_recommend_explain_and_outputs(tmp_path):
     g = two_cliques(20, isolated=4)
     progress = []
-    rows = sweep(g, ["random", "metis", "libra"], [2, 4], dims=[16, 8, 2], seed=0,
+    spec = ModelSpec.build("gcn", 16, 8, 2)
+    rows = sweep(g, ["random", "metis", "libra"], [2, 4], spec, seed=0,
                  progress=lambda done, total, label: progress.append((done, total)))
     assert len(rows) == 6 and progress[-1] == (6, 6)
-    assert {r["method"] for r in rows} == {"random", "metis", "libra"}
     best2 = recommend(rows, parts=2)
     assert best2["parts"] == 2
     metis2 = next(r for r in rows if r["method"] == "metis" and r["parts"] == 2)
     random2 = next(r for r in rows if r["method"] == "random" and r["parts"] == 2)
     assert metis2["halo_bytes_max"] < random2["halo_bytes_max"]
+    best = recommend(rows)
+    close = runners_up(rows, best)
+    assert all(r["predicted_epoch_s"] <= 1.1 * best["predicted_epoch_s"] for r in close)
+    assert best not in close
+    assert "-bound" in explain(best) and "halo per exchange" in explain(best)
     result = write_json(tmp_path / "tune.json", rows, CostModel(), extra={"dataset": "toy"})
     on_disk = json.loads((tmp_path / "tune.json").read_text())
     assert on_disk["recommended"] == result["recommended"] and on_disk["dataset"] == "toy"
-    assert set(on_disk["best_per_parts"]) == {"2", "4"}
+    assert on_disk["why"] == explain(best)
     plot_sweep(rows, tmp_path / "tune.png")
     assert (tmp_path / "tune.png").read_bytes()[:4] == b"\x89PNG"
-    table = format_sweep_table(rows)
-    assert "metis" in table and "epoch s" in table
+    assert "step ms" in format_sweep_table(rows)
 
 
 def test_sweep_refuses_bad_input():
     g = random_graph(10, 20, seed=0)
+    spec = ModelSpec.build("gcn", 4, 4, 2)
     with pytest.raises(PartitionError, match="num_parts=11 exceeds"):
-        sweep(g, ["random"], [2, 11], dims=[4, 2])
+        sweep(g, ["random"], [2, 11], spec)
     with pytest.raises(PartitionError, match="unknown partitioner"):
-        sweep(g, ["nope"], [2], dims=[4, 2])
+        sweep(g, ["nope"], [2], spec)
 
 
-def test_prediction_follows_halo_volume():
+def test_a_slow_network_prefers_the_smaller_halo():
     g = random_graph(400, 3000, seed=1)
-    model = CostModel(beta=1e-6)  # communication-dominated
-    s_metis = part_summary(g, make_partitioner("metis", num_parts=4).fit(g), 64)
-    s_random = part_summary(g, make_partitioner("random", num_parts=4).fit(g), 64)
-    assert model.predict(s_metis, [16, 2])["halo_s"] < model.predict(s_random, [16, 2])["halo_s"]
+    spec = ModelSpec.build("gcn", 64, 16, 2)
+    cluster = Cluster(network=Network(50e-6, 10e9 / 8), ranks_per_host=1)
+    rows = sweep(g, ["random", "metis"], [8], spec, cluster=cluster)
+    by_method = {r["method"]: r for r in rows}
+    assert by_method["metis"]["predicted_exchange_exposed_s"] \
+        < by_method["random"]["predicted_exchange_exposed_s"]

@@ -1,0 +1,234 @@
+"""Measure the time model's constants on this host (``gnnscale tune --calibrate``).
+
+Compute constants per thread count (1, 2, 4, ... up to the cores of this host): the CSR
+aggregation kernel the engine uses (``gamma_edge``, per edge x feature), dense GEMMs
+(``gamma_flop``), an elementwise op (``gamma_elem``) and a row gather + scatter-add
+(``gamma_gather``, GAT's per-edge work). Each is the median of several runs of several sizes,
+fitted through the origin. ``layer_overhead_s``: a 2-layer GCN training step on a 64-node graph,
+per layer and pass. Shared-memory ``alltoallv`` latency and bandwidth: a 2-rank ``mpirun`` of
+this module (``python -m gnnscale.cli.calibrate --alltoallv``), alpha from the smallest message
+(8 B), beta from the slope to the largest (4 MiB per peer).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+
+def _median_time(fn, repeats: int = 5) -> float:
+    fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def _through_origin(work, seconds) -> float:
+    work, seconds = np.asarray(work, float), np.asarray(seconds, float)
+    return float(max(0.0, (work @ seconds) / (work @ work)))
+
+
+def compute_constants(threads: int, scale: float = 1.0) -> dict:
+    """``gamma_*`` constants with ``threads`` torch threads (``scale`` shrinks the sizes)."""
+    import scipy.sparse as sp
+
+    from ..graph.sparse import SparseBlock
+
+    torch.set_num_threads(threads)
+    rng = np.random.default_rng(0)
+    agg_work, agg_s = [], []
+    for n, deg, width in ((20000, 10, 16), (20000, 20, 64), (50000, 10, 128)):
+        n = max(1000, int(n * scale))
+        e = n * deg
+        matrix = sp.csr_matrix((np.ones(e, np.float32), (rng.integers(0, n, e),
+                                                         rng.integers(0, n, e))), shape=(n, n))
+        block, x = SparseBlock(matrix), torch.randn(n, width)
+        agg_work.append(matrix.nnz * width)
+        agg_s.append(_median_time(lambda: block.matmul(x)))
+    flops, flop_s = [], []
+    for n, a, b in ((20000, 64, 64), (20000, 256, 128), (50000, 128, 16)):
+        n = max(1000, int(n * scale))
+        left, right = torch.randn(n, a), torch.randn(a, b)
+        flops.append(2.0 * n * a * b)
+        flop_s.append(_median_time(lambda: left @ right))
+    elems, elem_s, gathers, gather_s = [], [], [], []
+    for n in (1 << 18, 1 << 20, 1 << 22):
+        n = max(1 << 14, int(n * scale))
+        x = torch.randn(n)
+        elems.append(n)
+        elem_s.append(_median_time(lambda: torch.relu(x)))
+    for rows, width in ((20000, 16), (100000, 64)):
+        rows = max(1000, int(rows * scale))
+        src = torch.randn(rows, width)
+        index = torch.from_numpy(rng.integers(0, rows, 4 * rows))
+        out = torch.zeros(rows, width)
+        gathers.append(2 * 4 * rows * width)  # one gather + one scatter-add per edge value
+        gather_s.append(_median_time(lambda: out.index_add_(0, index, src.index_select(0, index))))
+    return {"gamma_edge": _through_origin(agg_work, agg_s),
+            "gamma_flop": _through_origin(flops, flop_s),
+            "gamma_elem": _through_origin(elems, elem_s),
+            "gamma_gather": _through_origin(gathers, gather_s)}
+
+
+def layer_overhead(threads: int = 1) -> float:
+    """Seconds per layer and pass of a training step on a graph too small to compute."""
+    from ..comm.single import SingleCommunicator
+    from ..data import load_dataset
+    from ..engine import LocalProblem, Trainer
+    from ..nn import GNN
+
+    torch.set_num_threads(threads)
+    data = load_dataset("sbm", num_nodes=64)
+    comm = SingleCommunicator()  # also inside a multi-rank job: this rank alone
+    problem = LocalProblem.from_graph_data(data, np.zeros(data.num_nodes, np.int64), comm)
+    model = GNN("gcn", problem.num_features, 16, problem.num_classes, num_layers=2)
+    trainer = Trainer(model, problem, comm)
+    return _median_time(trainer.train_step, repeats=20) / 4
+
+
+def _alltoallv_rank_main() -> None:
+    """Run under 2-rank mpirun: time alltoallv of growing sizes, print JSON rows on rank 0."""
+    from .. import comm as comm_module
+
+    comm = comm_module.init("mpi")
+    rows = alltoallv_timings(comm)
+    if comm.rank == 0:
+        print(json.dumps(rows))
+
+
+def alltoallv_timings(comm) -> list[dict]:
+    """Collective: median time of alltoallv's to every peer, per message size."""
+    rows = []
+    for values in (2, 256, 1 << 14, 1 << 17, 1 << 20):
+        send = torch.ones(values * comm.size)
+        counts = [values] * comm.size
+        counts[comm.rank] = 0
+        send = send[: values * (comm.size - 1)]
+
+        def once():
+            comm.barrier()
+            t0 = time.perf_counter()
+            comm.alltoallv_async(send, counts, counts).wait()
+            return time.perf_counter() - t0
+
+        once()
+        seconds = float(np.median([comm.allreduce_scalar(once(), op="max") for _ in range(15)]))
+        rows.append({"bytes": values * 4 * (comm.size - 1), "peers": comm.size - 1,
+                     "seconds": seconds})
+    return rows
+
+
+def shared_memory_constants(timeout: float = 300) -> dict:
+    """``shm_alpha``, ``shm_beta`` from a 2-rank mpirun on this host (non-negative LSQ)."""
+    mpirun = Path(sys.prefix) / "bin" / "mpirun"
+    env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+           "OMP_NUM_THREADS": "1"}
+    cmd = [str(mpirun) if mpirun.exists() else "mpirun", "-n", "2", "--oversubscribe",
+           sys.executable, "-m", "gnnscale.cli.calibrate", "--alltoallv"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    if done.returncode != 0:
+        raise RuntimeError(f"alltoallv calibration failed: {done.stderr.strip()[-500:]}")
+    return fit_alltoallv(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def fit_alltoallv(rows: list[dict]) -> dict:
+    """``shm_alpha`` (per message), ``shm_beta`` (per byte) from :func:`alltoallv_timings`:
+    alpha from the smallest message (its time is latency), beta from the slope up to the
+    largest (robust where a loaded host makes a least-squares fit trade one for the other)."""
+    rows = sorted(rows, key=lambda r: r["bytes"])
+    small, large = rows[0], rows[-1]
+    alpha = small["seconds"] / max(small["peers"], 1)
+    beta = (large["seconds"] - small["seconds"]) / max(large["bytes"] - small["bytes"], 1)
+    return {"shm_alpha": float(max(alpha, 0.0)), "shm_beta": float(max(beta, 0.0))}
+
+
+def calibrate(max_threads: int | None = None, scale: float = 1.0, shared_memory: bool = True,
+              say=print):
+    """A :class:`~partitioning.cost_model.CostModel` measured on this host."""
+    from partitioning.cost_model import CostModel
+
+    cores = max_threads or os.cpu_count() or 1
+    counts = sorted({1 << i for i in range(cores.bit_length()) if 1 << i <= cores} | {cores})
+    saved = torch.get_num_threads()
+    compute = {}
+    try:
+        for threads in counts:
+            compute[threads] = compute_constants(threads, scale)
+            say(f"calibrated {threads} thread(s): " + ", ".join(
+                f"{k} {v:.3g}" for k, v in compute[threads].items()))
+        overhead = layer_overhead()
+    finally:
+        torch.set_num_threads(saved)
+    defaults = CostModel()
+    shm = {"shm_alpha": defaults.shm_alpha, "shm_beta": defaults.shm_beta}
+    if shared_memory:
+        shm = shared_memory_constants()
+        say(f"calibrated shared-memory alltoallv: alpha {shm['shm_alpha']:.3g} s, "
+            f"beta {shm['shm_beta']:.3g} s/B")
+    return CostModel(compute=compute, layer_overhead_s=overhead, **shm)
+
+
+def calibrate_in_job(comm, threads: int, scale: float = 0.25):
+    """Collective: constants measured by every rank of a running job at once, with its thread
+    count (so contention between the ranks of a host is in them); medians over the ranks.
+
+    ``layer_overhead_s`` comes from a training step of the whole job on a graph too small to
+    compute (2,000 nodes split round-robin): what it takes beyond the model's other terms
+    (exchanges, allreduce, compute) is the fixed cost per layer and pass of this job, where
+    waking up after each wait on a loaded host is part of it.
+    """
+    from partitioning.cost_model import Cluster, CostModel, ModelSpec, predict
+    from partitioning.workload import part_workload
+
+    from ..data import load_dataset
+    from ..engine import LocalProblem, Trainer
+    from ..nn import GNN
+
+    saved = torch.get_num_threads()
+    try:
+        compute = compute_constants(threads, scale)
+    finally:
+        torch.set_num_threads(saved)
+    shm = fit_alltoallv(alltoallv_timings(comm)) if comm.size > 1 else \
+        {"shm_alpha": CostModel().shm_alpha, "shm_beta": CostModel().shm_beta}
+    everyone = comm.allgather_object(compute)
+    median = {k: float(np.median([c[k] for c in everyone])) for k in compute}
+    costs = CostModel(compute={threads: median}, layer_overhead_s=0.0, **shm)
+    data = load_dataset("sbm", num_nodes=2000)
+    node_parts = np.arange(data.num_nodes) % comm.size
+    problem = LocalProblem.from_graph_data(data, node_parts, comm)
+    torch.manual_seed(0)
+    trainer = Trainer(GNN("gcn", data.num_features, 16, data.num_classes), problem, comm)
+    times = []
+    for _ in range(25):
+        comm.barrier()
+        t0 = time.perf_counter()
+        trainer.train_step()
+        times.append(comm.allreduce_scalar(time.perf_counter() - t0, op="max"))
+    from partitioning.base import Partition
+
+    partition = Partition(kind="edge_cut", num_parts=comm.size, num_nodes=data.num_nodes,
+                          node_parts=node_parts, method="round-robin")
+    spec = ModelSpec.build("gcn", data.num_features, 16, data.num_classes)
+    modelled = predict(part_workload(data, partition), spec,
+                       Cluster(ranks_per_host=comm.size, cores_per_rank=threads), costs)
+    costs.layer_overhead_s = max(0.0, (float(np.median(times[5:])) - modelled["step_s"])
+                                 / (2 * spec.layers))
+    return costs
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--alltoallv"]:
+        _alltoallv_rank_main()
+    else:
+        sys.exit("usage: python -m gnnscale.cli.calibrate --alltoallv (under a 2-rank mpirun)")

@@ -1,0 +1,182 @@
+"""Compare the memory plan with the memory this host has, before work that cannot fit starts.
+
+``train`` and ``partition`` call one function each after loading (when the sizes are known).
+The plan's peak for each rank, minus what the rank already holds, is summed over the ranks on
+the same host (under ``mpirun`` they share its memory) and compared with what the host has
+available (``MemAvailable``, bounded by the cgroup limit). Too much: a
+:class:`~gnnscale.errors.UsageError` naming the phase and the figures, on every rank, unless
+``--ignore-memory-plan`` is given.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+from partitioning.memory_plan import format_bytes
+
+from ..errors import UsageError
+
+#: overrides what the check sees as available (bytes): for tests, and to plan for a host with
+#: less memory than this one
+AVAILABLE_ENV = "GNNSCALE_MEMORY_AVAILABLE"
+
+
+def add_memory_plan_argument(parser) -> None:
+    """``--ignore-memory-plan``."""
+    parser.add_argument("--ignore-memory-plan", action="store_true",
+                        help="go ahead even when the memory plan (see `gnnscale plan`) predicts "
+                             "more than this host has available")
+
+
+def available_bytes() -> int:
+    """Memory a new allocation can get on this host: ``MemAvailable``, capped by the cgroup."""
+    if os.environ.get(AVAILABLE_ENV):
+        return int(float(os.environ[AVAILABLE_ENV]))
+    available = None
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                available = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        current = int(Path("/sys/fs/cgroup/memory.current").read_text())
+        if limit != "max":
+            room = int(limit) - current
+            available = room if available is None else min(available, room)
+    except (OSError, ValueError):
+        pass
+    return available if available is not None else 1 << 62
+
+
+def current_rss_bytes() -> int:
+    """This process's resident memory now."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+        return pages * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def check_plan(plan: dict, comm, what: str, ignore: bool = False) -> None:
+    """Collective: refuse (UsageError on every rank) if this host cannot hold ``plan``.
+
+    ``plan``: from :func:`partitioning.memory_plan.plan_memory`, one entry per rank of
+    ``comm`` (or one for a single process).
+    """
+    rank = comm.rank if len(plan["per_rank_peak"]) > 1 else 0
+    need = max(0.0, float(plan["per_rank_peak"][rank]) - current_rss_bytes())
+    mine = (socket.gethostname(), need, rank)
+    everyone = comm.allgather_object(mine) if comm.size > 1 else [mine]
+    host = mine[0]
+    on_host = [(n, r) for h, n, r in everyone if h == host]
+    host_need = sum(n for n, _ in on_host)
+    available = available_bytes()
+    if ignore or host_need <= available:
+        return
+    peak_rank = max(on_host)[1]
+    phases = {k: float(v[min(peak_rank, len(v) - 1)]) for k, v in plan["phases"].items()}
+    phase = max(phases, key=phases.get)
+    raise UsageError(
+        f"{what} would not fit in memory: the plan's peak is {format_bytes(phases[phase])} per rank "
+        f"in phase {phase!r} (rank {peak_rank}); the {len(on_host)} rank(s) on {host} need "
+        f"{format_bytes(host_need)} more but {format_bytes(available)} is available (see `gnnscale plan`; "
+        f"--ignore-memory-plan to go ahead)")
+
+
+#: models the plan has no entry for, planned as the closest one it has (same tensors kept)
+CLOSEST_MODEL = {"gatv2": "gat", "gin": "sage", "sage-max": "sage", "graphconv": "sage"}
+
+
+def _spec_of(args, data):
+    from partitioning.cost_model import ModelSpec
+
+    name = CLOSEST_MODEL.get(args.model, args.model)
+    return ModelSpec.build(name, max(data.num_features, 1), args.hidden,
+                           max(data.num_classes, 1), args.layers, heads=args.heads,
+                           out_heads=args.out_heads, dropout=args.dropout)
+
+
+def layout_of(dataset: str, data_root: str | None = None) -> str:
+    """The input layout (a key of :data:`partitioning.memory_plan.LOADING`) of a dataset name
+    or path, as the loaders read it."""
+    from partitioning.memory_plan import LOADING
+
+    from ..data.converted import is_converted
+
+    name = str(dataset).lower()
+    if name in ("rmat", "sbm"):
+        return "generated"
+    path = Path(dataset)
+    for folder in (path, Path(data_root or ".") / str(dataset)):
+        if folder.is_dir() and is_converted(folder):
+            return "converted"
+    text = list(path.rglob("*.txt*")) if path.is_dir() else [path] if ".txt" in name else []
+    if "snap" in name or text:
+        return "edge-list"
+    return "arrays" if "arrays" in LOADING else next(iter(LOADING))
+
+
+def check_training(args, comm, data) -> None:
+    """``train`` without a store: every rank holds ``data``; rank 0 partitions it."""
+    from partitioning.memory_plan import DatasetShape, balanced_workload, plan_memory
+
+    shape = DatasetShape.of(data, layout_of(args.dataset, args.data_root))
+    method = args.partitioner if comm.size > 1 else None
+    plan = plan_memory(shape, _spec_of(args, data), balanced_workload(shape, comm.size),
+                       partition_method=method, mode="in-memory")
+    check_plan(plan, comm, f"training on {comm.size} rank(s)", args.ignore_memory_plan)
+
+
+def check_store_training(args, comm, store_dir) -> None:
+    """``train --partitions``: each rank reads its own part; sizes come from the manifest."""
+    plan = plan_for_store(args, store_dir, comm.size)
+    check_plan(plan, comm, f"training from {store_dir}", args.ignore_memory_plan)
+
+
+def plan_for_store(args, store_dir, ranks: int) -> dict:
+    """Memory plan of training from a partition store (its manifest's per-part sizes)."""
+    import numpy as np
+
+    from partitioning.cost_model import ModelSpec
+    from partitioning.memory_plan import DatasetShape, balanced_workload, plan_memory
+    from partitioning.store import read_manifest
+
+    manifest = read_manifest(store_dir)
+    graph = manifest["graph"]
+    extra = manifest.get("extra") or {}
+    row_shape = (manifest.get("data") or {}).get("x", {}).get("row_shape") or [1]
+    features = int(np.prod(row_shape))
+    classes = int(extra.get("num_classes") or 2)
+    shape = DatasetShape(int(graph["num_nodes"]), int(graph["num_edges"]), features, classes)
+    work = balanced_workload(shape, ranks)
+    summary = manifest.get("summary") or {}
+    if len(summary.get("nodes", [])) == ranks:  # the store's exact per-part sizes
+        halo = np.asarray(summary.get("halo_nodes", np.zeros(ranks)), float)
+        work["nodes"] = np.asarray(summary["nodes"], float)
+        work["inner_edges"] = np.asarray(summary["edges"], float)
+        work["boundary_edges"] = np.zeros(ranks)
+        work["recv_rows"] = np.diag(halo) if ranks == 1 else \
+            np.outer(halo, np.ones(ranks)) * (1 - np.eye(ranks)) / (ranks - 1)
+    spec = ModelSpec.build(CLOSEST_MODEL.get(args.model, args.model), features, args.hidden,
+                           classes, args.layers, heads=getattr(args, "heads", 8),
+                           out_heads=getattr(args, "out_heads", 1))
+    return plan_memory(shape, spec, work, mode="store")
+
+
+def check_partitioning(args, data) -> None:
+    """``gnnscale partition``: one process partitions ``data`` and writes the store."""
+    from partitioning.cost_model import ModelSpec
+    from partitioning.memory_plan import DatasetShape, balanced_workload, plan_memory
+
+    from .. import comm as comm_module
+
+    shape = DatasetShape.of(data, layout_of(args.dataset, args.data_root))
+    spec = ModelSpec.build("gcn", shape.num_features, 16, shape.num_classes)
+    plan = plan_memory(shape, spec, balanced_workload(shape, min(args.parts, shape.num_nodes)),
+                       partition_method=args.method, mode="partition")
+    check_plan(plan, comm_module.init("single"), f"partitioning into {args.parts} parts",
+               args.ignore_memory_plan)

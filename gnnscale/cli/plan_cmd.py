@@ -1,0 +1,76 @@
+"""``gnnscale plan``: the memory plan of one configuration, before anything runs."""
+
+from __future__ import annotations
+
+from .arguments import add_dataset_arguments, load_graph, positive_int
+from .common import formatter, say
+
+MODES = {"train": "in-memory", "train-store": "store", "partition": "partition"}
+
+
+def add_parser(subparsers) -> None:
+    """Register ``plan`` with every option and its default."""
+    from partitioning import PARTITIONERS
+
+    from .tune_cmd import add_model_arguments
+
+    p = subparsers.add_parser(
+        "plan", help="predict the peak memory of every rank and phase of one run",
+        description="Predict, per rank and per phase (load, partition, store, setup, train, "
+                    "eval), the peak resident memory of one configuration "
+                    "(partitioning.memory_plan) and print the largest rank and the phase "
+                    "that sets it. Sizes come from the dataset, or from a store's manifest "
+                    "with --partitions.",
+        formatter_class=formatter)
+    add_dataset_arguments(p)
+    add_model_arguments(p)
+    run_opts = p.add_argument_group("run")
+    run_opts.add_argument("--parts", type=positive_int, default=1,
+                          help="ranks (= parts) of the run")
+    run_opts.add_argument("--method", default="metis", choices=sorted(PARTITIONERS),
+                          help="partitioner")
+    run_opts.add_argument("--mode", default="train", choices=sorted(MODES),
+                          help="train: `gnnscale train` in memory (every rank loads the graph, "
+                               "rank 0 partitions); train-store: `train --partitions`; "
+                               "partition: `gnnscale partition`")
+    run_opts.add_argument("--partitions", default=None, metavar="DIR",
+                          help="plan training from this partition store (sizes from its "
+                               "manifest; implies --mode train-store)")
+    run_opts.add_argument("--exact", action="store_true",
+                          help="partition the graph to plan with the real per-part sizes "
+                               "(default: balanced parts, every edge a halo edge)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    """Print the plan's table and its peak. Returns the exit code."""
+    from partitioning import make_partitioner
+    from partitioning.memory_plan import (DatasetShape, balanced_workload, format_plan,
+                                          plan_memory)
+    from partitioning.workload import part_workload
+
+    from .memory_check import available_bytes, layout_of, plan_for_store
+    from .tune_cmd import model_spec
+
+    if args.partitions:
+        plan = plan_for_store(args, args.partitions, args.parts)
+        say(f"gnnscale plan: training from store {args.partitions} on {args.parts} rank(s)")
+    else:
+        data = load_graph(args)
+        shape = DatasetShape.of(data, layout_of(args.dataset, args.data_root))
+        spec = model_spec(args, data)
+        if args.exact:
+            partition = make_partitioner(args.method, num_parts=args.parts, seed=0).fit(data)
+            work = part_workload(data, partition)
+        else:
+            work = balanced_workload(shape, args.parts)
+        mode = MODES[args.mode]
+        plan = plan_memory(shape, spec, work, mode=mode,
+                           partition_method=args.method if args.parts > 1 or
+                           mode == "partition" else None)
+        say(f"gnnscale plan: {data.summary()}; {args.model} x {args.layers} layers, "
+            f"{args.parts} rank(s), {args.method}, mode {args.mode} "
+            f"({'exact parts' if args.exact else 'balanced parts'}, layout {shape.layout})")
+    say(format_plan(plan))
+    say(f"this host has {available_bytes() / 2**30:.2f} GiB available now")
+    return 0

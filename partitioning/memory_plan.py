@@ -1,0 +1,255 @@
+"""Memory plan: the peak resident memory of every rank in every phase of a run, before it runs.
+
+Phases (bytes per rank; ``N``/``E``: nodes/edges of the graph, ``F`` features, ``P`` parts,
+part ``p`` with ``N_p`` owned nodes, ``E_p`` local edges, ``H_p`` halo rows):
+
+* ``load``: the runtime (interpreter, libraries, MPI: :data:`BASELINE_BYTES`) plus the graph
+  (``8 (N+1) + 8 E`` CSR, ``4 N F`` features, ``8 N`` labels, ``3 N`` masks) plus what the
+  input layout needs while it reads (:data:`LOADING`, per edge and per node). In a multi-rank
+  ``train`` only the host's lowest rank loads; it writes a memory-mapped copy that every rank
+  maps, and a rank then holds only the pages it touches (its rows, its halo's features); a
+  ``converted`` folder is mapped by every rank without loading.
+* ``partition``: the graph plus the method's working memory (:data:`PARTITIONING`); in an
+  in-memory ``train`` only rank 0 partitions (touching the whole mapped graph).
+* ``store``: the graph, the assignment and one part's arrays being written (``partition``).
+* ``setup``: building a rank's part: the graph (in memory: every rank loaded it) plus the
+  local CSR blocks, built in a transient COO form (``SETUP_BYTES_PER_EDGE``).
+* ``train``: the part's features, labels and masks; the local sparse blocks and their
+  transposes (``BLOCK_BYTES_PER_EDGE`` per local edge); halo buffers; for every layer the
+  activations autograd keeps for backward (input, aggregate, output: ``4 N_p (a + w + 2 c)``;
+  GAT also ``4 E_p H (2 C + 4)`` per-edge tensors); weights, gradients and Adam's two moments
+  (``16`` bytes per weight); backward's transient gradients (the largest layer's activations).
+* ``eval``: forward without autograd: two layers' activations live at a time, and the logits.
+
+A rank's peak is the largest phase; the plan's peak is the largest rank. Coefficients come from
+reading the code (array dtypes and copies) and are checked against measured peak RSS by
+``benchmarks/memory_plan_validation.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import PartitionError
+
+__all__ = ["DatasetShape", "plan_memory", "balanced_workload", "LOADING", "PARTITIONING",
+           "BASELINE_BYTES", "format_plan", "format_bytes", "partitioning_cost"]
+
+#: peak resident memory of a command on a graph too small to matter (Python, torch, numpy,
+#: scipy, numba and its compiled kernels, MPI), measured on this host: ``gnnscale train`` on
+#: a 300-node graph (1 and 2 ranks: 514-528 MiB), ``gnnscale partition`` (379 MiB).
+BASELINE_BYTES = {"train": 520 * 2**20, "partition": 380 * 2**20}
+
+#: input layout -> transient bytes (per edge, per node) while loading, on top of the graph.
+LOADING = {
+    # generated R-MAT/SBM: int64 edge keys, sort and de-duplication, a COO -> CSR pass
+    # (80 B per edge: `gnnscale partition --method random` on R-MAT 18 peaks while loading)
+    "generated": (80.0, 16.0),
+    # arrays read into memory (npz, OGB, Planetoid, PyG/DGL/scipy files): one COO -> CSR copy
+    "arrays": (24.0, 8.0),
+    # SNAP text edge list: parsed int64 pairs, symmetrised, COO -> CSR
+    "edge-list": (56.0, 16.0),
+    # a converted folder (`gnnscale convert`): memory-mapped, nothing read until touched
+    "converted": (0.0, 0.0),
+}
+
+#: partitioner -> working bytes (per edge, per node) on top of the graph.
+PARTITIONING = {
+    "random": (0.0, 16.0),
+    "block": (0.0, 16.0),
+    # pymetis: symmetric int64 adjacency, its int32 copy, METIS's own graph, the part views
+    # built for the summary (100 B per edge: `gnnscale partition --method metis`, R-MAT 18)
+    "metis": (100.0, 64.0),
+    # multilevel libraries without a measurement here: METIS's figure (a plan errs on caution)
+    "kaminpar": (100.0, 64.0),
+    "parhip": (100.0, 64.0),
+    # streaming: int64 assignment, per-part loads, the edge order
+    "ldg": (16.0, 24.0),
+    "fennel": (16.0, 24.0),
+    # vertex cuts: int64 (src, dst), a shuffled order, the edge assignment, replica sets
+    "libra": (40.0, 32.0),
+    "hdrf": (40.0, 32.0),
+}
+
+#: bytes per local edge of the sparse blocks the engine keeps (forward and transposed: a scipy
+#: CSR with int32 indices and float64 weights, int64 indices and float32 values for the
+#: kernel; the weighted COO source matrix).
+BLOCK_BYTES_PER_EDGE = 60.0
+#: transient bytes per local edge while the blocks are built (int64 rows/cols, float64 weights)
+SETUP_BYTES_PER_EDGE = 32.0
+#: bytes per owned node of the part view (owned ids, local CSR row pointers, degrees)
+VIEW_BYTES_PER_NODE = 40.0
+
+
+@dataclass(frozen=True)
+class DatasetShape:
+    """The sizes the plan needs: nodes, directed edges (CSR entries), features, classes, and
+    the input layout (a key of :data:`LOADING`)."""
+
+    num_nodes: int
+    num_edges: int
+    num_features: int
+    num_classes: int
+    layout: str = "arrays"
+
+    def __post_init__(self):
+        if self.layout not in LOADING:
+            raise PartitionError(f"unknown input layout {self.layout!r}; the memory plan "
+                                 f"knows {', '.join(sorted(LOADING))}")
+
+    @classmethod
+    def of(cls, data, layout: str = "arrays") -> "DatasetShape":
+        """Shape of a loaded ``GraphData`` (or anything with the same attributes)."""
+        return cls(int(data.num_nodes), int(data.num_edges), max(int(data.num_features), 1),
+                   max(int(data.num_classes), 1), layout)
+
+    @property
+    def graph_bytes(self) -> float:
+        n, e = self.num_nodes, self.num_edges
+        return 8.0 * (n + 1) + 8.0 * e + 4.0 * n * self.num_features + 8.0 * n + 3.0 * n
+
+
+def balanced_workload(shape: DatasetShape, parts: int, edge_imbalance: float = 1.0,
+                      halo_fraction: float | None = None) -> dict:
+    """A workload for a partition not computed yet: every part gets ``N/P`` nodes and
+    ``edge_imbalance x E/P`` edges; its halo is ``halo_fraction`` of its edges (default: every
+    edge crosses, capped by the nodes of the other parts, a random partition's worst case)."""
+    from .workload import workload_from_arrays
+
+    if parts < 1 or parts > shape.num_nodes:
+        raise PartitionError(f"parts={parts} must be between 1 and the {shape.num_nodes} nodes")
+    n = shape.num_nodes / parts
+    e = edge_imbalance * shape.num_edges / parts
+    fraction = (1.0 - 1.0 / parts) if halo_fraction is None else halo_fraction
+    halo = min(e * fraction, shape.num_nodes - n) if parts > 1 else 0.0
+    recv = np.full((parts, parts), halo / max(parts - 1, 1))
+    np.fill_diagonal(recv, 0.0)
+    return workload_from_arrays("edge_cut", np.full(parts, n), np.full(parts, e - halo),
+                                np.full(parts, halo), recv, np.full(parts, n / 2),
+                                num_nodes=shape.num_nodes, num_edges=shape.num_edges)
+
+
+def partitioning_cost(method: str) -> tuple[float, float]:
+    """(bytes per edge, bytes per node) a partitioner works with; a method without an entry is
+    assumed to need as much as the hungriest known one (a plan errs on the side of caution)."""
+    if method in PARTITIONING:
+        return PARTITIONING[method]
+    return max(PARTITIONING.values())
+
+
+def _training_bytes(shape: DatasetShape, spec, work: dict) -> tuple[np.ndarray, np.ndarray]:
+    """(train, eval) bytes per rank on top of the runtime."""
+    n, halo = work["nodes"], np.asarray(work["recv_rows"]).sum(1)
+    local_edges = work["inner_edges"] + work["boundary_edges"]
+    f = shape.num_features
+    data = n * (4.0 * f + 8.0 + 3.0) + VIEW_BYTES_PER_NODE * (n + halo)
+    blocks = BLOCK_BYTES_PER_EDGE * (local_edges + (n if spec.name == "gcn" else 0))
+    weights = float(sum(spec.layer_weights()))
+    params = 16.0 * weights  # weights, gradients, Adam's two moments
+    kept, largest, eval_live = np.zeros_like(n), np.zeros_like(n), np.zeros_like(n)
+    heads = spec.heads or (1,) * spec.layers
+    for layer, (a, c) in enumerate(zip(spec.widths[:-1], spec.widths[1:])):
+        w = min(a, c) if spec.name != "gat" else c + heads[layer]
+        acts = 4.0 * n * (a + w + 2 * c) + 4.0 * halo * w
+        if spec.name == "gat":
+            per_head = max(c // heads[layer], 1)
+            acts = acts + 4.0 * (local_edges + n) * heads[layer] * (2 * per_head + 4)
+        if spec.name == "sage":
+            acts = acts + 4.0 * n * (a + w)  # [aggregate | x] stacked for one GEMM
+        kept += acts
+        largest = np.maximum(largest, acts)
+        eval_live = np.maximum(eval_live, acts)
+    train = data + blocks + params + kept + largest
+    evaluate = data + blocks + params + 2 * eval_live + 4.0 * n * spec.widths[-1] * 2
+    return train, evaluate
+
+
+def plan_memory(shape: DatasetShape, spec, work: dict, *, partition_method: str | None = None,
+                mode: str = "in-memory", baseline_bytes: float | None = None) -> dict:
+    """Per-rank, per-phase peak bytes of a run.
+
+    Args:
+        shape: the dataset's sizes and input layout.
+        spec: the model (:class:`partitioning.cost_model.ModelSpec`).
+        work: the partition's workload (:func:`partitioning.workload.part_workload` or
+            :func:`balanced_workload`).
+        partition_method: the partitioner (see :func:`partitioning_cost`); None: no
+            partitioning phase.
+        mode: ``"in-memory"`` (``gnnscale train`` without a store: every rank loads the graph,
+            rank 0 partitions), ``"store"`` (``train --partitions``: a rank reads its part) or
+            ``"partition"`` (``gnnscale partition``: one process loads, partitions, writes).
+        baseline_bytes: the runtime's own memory per process (default: :data:`BASELINE_BYTES`
+            of the command).
+    Returns: ``phases`` (name -> per-rank bytes), ``per_rank_peak``, ``peak_bytes``,
+    ``peak_rank``, ``peak_phase``.
+    """
+    if mode not in ("in-memory", "store", "partition"):
+        raise PartitionError(f"unknown mode {mode!r}; choose in-memory, store or partition")
+    p = int(work["num_parts"])
+    n, e = shape.num_nodes, shape.num_edges
+    if baseline_bytes is None:
+        baseline_bytes = BASELINE_BYTES["partition" if mode == "partition" else "train"]
+    base = np.full(p if mode != "partition" else 1, float(baseline_bytes))
+    per_edge, per_node = LOADING[shape.layout]
+    graph = shape.graph_bytes
+    phases = {}
+    local_edges = work["inner_edges"] + work["boundary_edges"]
+    halo = np.asarray(work["recv_rows"]).sum(1)
+    mapped = shape.layout == "converted"
+    # rows of the whole graph a rank touches to build its part: its nodes' CSR rows, its own
+    # and its halo nodes' features and labels
+    own_rows = (8.0 * work["nodes"] + 8.0 * local_edges
+                + (4.0 * shape.num_features + 11.0) * (work["nodes"] + halo))
+    if mode == "partition" or p == 1:
+        loading = base + (0.0 if mapped else graph + per_edge * e + per_node * n)
+        touched = graph  # the partitioner or the single rank reads every row
+    else:  # the host's lowest rank loads and writes a mapped copy; every rank maps it
+        loading = base.copy()
+        if not mapped:
+            loading[0] += graph + per_edge * e + per_node * n
+        touched = own_rows.copy()
+    if mode in ("in-memory", "partition"):
+        phases["load"] = loading
+        if partition_method is not None:
+            pe, pn = partitioning_cost(partition_method)
+            part = base + (touched if mode == "in-memory" else graph) + 8.0 * n
+            part[0] = base[0] + graph + 8.0 * n + pe * e + pn * n
+            phases["partition"] = part
+    if mode == "partition":
+        largest = float(np.max(local_edges * 8 + work["nodes"] * (4.0 * shape.num_features
+                                                                   + 32)))
+        phases["store"] = base + graph + 8.0 * n + 2 * largest
+    else:
+        resident = touched if mode == "in-memory" else 0.0
+        phases["setup"] = (base + resident + SETUP_BYTES_PER_EDGE * local_edges
+                           + BLOCK_BYTES_PER_EDGE * local_edges
+                           + work["nodes"] * (4.0 * shape.num_features + 11.0)
+                           + VIEW_BYTES_PER_NODE * (work["nodes"] + halo))
+        train, evaluate = _training_bytes(shape, spec, work)
+        phases["train"] = base + train
+        phases["eval"] = base + evaluate
+    names = list(phases)
+    stacked = np.vstack([np.broadcast_to(phases[k], (len(base),)) for k in names])
+    per_rank = stacked.max(axis=0)
+    rank = int(np.argmax(per_rank))
+    return {"phases": {k: np.asarray(phases[k], dtype=np.float64) for k in names},
+            "per_rank_peak": per_rank, "peak_bytes": float(per_rank[rank]), "peak_rank": rank,
+            "peak_phase": names[int(np.argmax(stacked[:, rank]))], "mode": mode}
+
+
+def format_plan(plan: dict) -> str:
+    """Text table: each phase's largest rank, and the line naming the plan's peak."""
+    lines = [f"{'phase':<10} {'largest rank':>12} {'bytes':>12}"]
+    for name, values in plan["phases"].items():
+        values = np.asarray(values)
+        lines.append(f"{name:<10} {int(np.argmax(values)):>12} {format_bytes(values.max()):>12}")
+    lines.append(f"peak: rank {plan['peak_rank']} in phase {plan['peak_phase']}, "
+                 f"{format_bytes(plan['peak_bytes'])}")
+    return "\n".join(lines)
+
+
+def format_bytes(num: float) -> str:
+    """``1.23 GiB`` or ``456 MiB``."""
+    return f"{num / 2**30:.2f} GiB" if num >= 2**30 else f"{num / 2**20:.0f} MiB"

@@ -1,0 +1,86 @@
+"""The memory plan (partitioning.memory_plan), without torch."""
+
+import numpy as np
+import pytest
+
+from partitioning import PartitionError, make_partitioner
+from partitioning.cost_model import ModelSpec
+from partitioning.memory_plan import (BASELINE_BYTES, PARTITIONING, DatasetShape,
+                                      balanced_workload, format_plan, partitioning_cost,
+                                      plan_memory)
+from partitioning.workload import part_workload
+from partition_testutil import random_graph
+
+SHAPE = DatasetShape(num_nodes=100_000, num_edges=2_000_000, num_features=64, num_classes=8,
+                     layout="generated")
+GCN = ModelSpec.build("gcn", 64, 32, 8)
+
+
+def test_graph_bytes_by_hand():
+    n, e = 100_000, 2_000_000
+    assert SHAPE.graph_bytes == 8 * (n + 1) + 8 * e + 4 * n * 64 + 8 * n + 3 * n
+
+
+def test_in_memory_training_rank_0_loads_and_partitions_the_others_map_their_rows():
+    work = balanced_workload(SHAPE, 4)
+    plan = plan_memory(SHAPE, GCN, work, partition_method="metis")
+    assert set(plan["phases"]) == {"load", "partition", "setup", "train", "eval"}
+    load = plan["phases"]["load"]
+    base = BASELINE_BYTES["train"]
+    assert load[0] > base + SHAPE.graph_bytes and np.all(load[1:] == base)
+    per_edge, per_node = PARTITIONING["metis"]
+    part = plan["phases"]["partition"]
+    assert part[0] == pytest.approx(base + SHAPE.graph_bytes + 8 * SHAPE.num_nodes
+                                    + per_edge * SHAPE.num_edges + per_node * SHAPE.num_nodes)
+    assert part[1] < part[0] - SHAPE.graph_bytes / 2  # a quarter of the rows, plus halo
+    one = plan_memory(SHAPE, GCN, balanced_workload(SHAPE, 1))
+    assert one["phases"]["load"][0] == load[0]  # one process loads it itself
+    mapped = DatasetShape(SHAPE.num_nodes, SHAPE.num_edges, 64, 8, layout="converted")
+    assert plan_memory(mapped, GCN, work)["phases"]["load"][0] == base
+    assert plan["peak_bytes"] == plan["per_rank_peak"].max()
+    assert plan["peak_rank"] == 0
+    assert "peak: rank 0 in phase" in format_plan(plan)
+
+
+def test_store_training_holds_only_the_part():
+    in_memory = plan_memory(SHAPE, GCN, balanced_workload(SHAPE, 8))
+    store = plan_memory(SHAPE, GCN, balanced_workload(SHAPE, 8), mode="store")
+    assert "load" not in store["phases"]
+    assert store["peak_bytes"] < in_memory["peak_bytes"]
+    fewer = plan_memory(SHAPE, GCN, balanced_workload(SHAPE, 2), mode="store")
+    assert fewer["phases"]["train"][0] > store["phases"]["train"][0]
+
+
+def test_activations_grow_with_the_model():
+    work = balanced_workload(SHAPE, 2)
+    small = plan_memory(SHAPE, GCN, work, mode="store")["phases"]["train"][0]
+    wide = plan_memory(SHAPE, ModelSpec.build("gcn", 64, 256, 8), work,
+                       mode="store")["phases"]["train"][0]
+    gat = plan_memory(SHAPE, ModelSpec.build("gat", 64, 32, 8, heads=4), work,
+                      mode="store")["phases"]["train"][0]
+    # 4 heads x (2 x 32 + 4) float32 per edge of the first layer alone
+    assert gat - small > 4 * 4 * (2 * 32 + 4) * SHAPE.num_edges / 2
+    assert wide - small > 4 * 2 * 224 * SHAPE.num_nodes / 2  # two hidden tensors per node
+
+
+def test_exact_workload_from_a_partition():
+    g = random_graph(500, 4000, seed=0)
+    shape = DatasetShape(g.num_nodes, g.num_edges, 16, 4)
+    work = part_workload(g, make_partitioner("metis", num_parts=4).fit(g))
+    plan = plan_memory(shape, ModelSpec.build("sage", 16, 16, 4), work, mode="store")
+    assert plan["per_rank_peak"].shape == (4,)
+    assert plan["peak_rank"] == int(np.argmax(plan["phases"]["train"]))
+
+
+def test_partition_mode_and_unknown_inputs():
+    plan = plan_memory(SHAPE, GCN, balanced_workload(SHAPE, 16), partition_method="libra",
+                       mode="partition")
+    assert set(plan["phases"]) == {"load", "partition", "store"}
+    assert plan["per_rank_peak"].shape == (1,)
+    assert partitioning_cost("a-new-method") == max(PARTITIONING.values())
+    with pytest.raises(PartitionError, match="unknown input layout 'tape'"):
+        DatasetShape(10, 10, 1, 1, layout="tape")
+    with pytest.raises(PartitionError, match="unknown mode"):
+        plan_memory(SHAPE, GCN, balanced_workload(SHAPE, 2), mode="later")
+    with pytest.raises(PartitionError, match="parts=200000"):
+        balanced_workload(SHAPE, 200_000)

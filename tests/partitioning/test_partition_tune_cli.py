@@ -1,0 +1,141 @@
+"""`gnnscale tune`: target cluster options, calibration, recommendation and bad input."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("torch")
+from gnnscale.cli.main import main  # noqa: E402
+from mpi_launch import DATASETS_ROOT, mpi_env  # noqa: E402
+
+SBM = ["--dataset", "sbm", "--num-nodes", "300"]
+FACEBOOK = DATASETS_ROOT / "SNAP-facebook-combined"
+
+
+def exit_code(argv) -> int:
+    """``main(argv)``'s exit status, also for errors argparse reports with SystemExit."""
+    try:
+        return main(argv)
+    except SystemExit as exc:
+        return exc.code
+
+
+def test_tune_writes_json_png_and_says_why(tmp_path, capsys):
+    prefix = tmp_path / "tune"
+    assert main(["tune", *SBM, "--methods", "random,metis,libra", "--parts", "2,4",
+                 "--network", "2,100", "--ranks-per-host", "2", "--out", str(prefix),
+                 "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "recommended:" in printed and "-bound" in printed and "mem/rank" in printed
+    assert "2 rank(s) per host" in printed and "100 Gb/s" in printed
+    result = json.loads(prefix.with_suffix(".json").read_text())
+    assert len(result["rows"]) == 6
+    assert result["why"] and "runners_up" in result
+    assert all(r["predicted_peak_memory_bytes"] > 0 for r in result["rows"])
+    assert prefix.with_suffix(".png").stat().st_size > 1000
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--network", "abc"], "expected LATENCY_US,GBIT_PER_S"),
+    (["--network", "50,0"], "expected LATENCY_US,GBIT_PER_S"),
+    (["--network=-1,10"], "expected LATENCY_US,GBIT_PER_S"),
+    (["--network", "50"], "expected LATENCY_US,GBIT_PER_S"),
+    (["--parts", "2,301"], "--parts 301 exceeds the 300 nodes"),
+    (["--ranks-per-host", "0"], "must be a positive integer"),
+    (["--methods", "nope"], "unknown partitioner"),
+])
+def test_tune_bad_input_is_one_line_and_exit_2(tmp_path, capsys, argv, message):
+    assert exit_code(["tune", *SBM, "--out", str(tmp_path / "t"), "--no-progress", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "t.json").exists()
+
+
+def test_tune_refuses_a_bad_cost_model_file(tmp_path, capsys):
+    good = {"compute": {"1": {"gamma_edge": 1e-9, "gamma_flop": 1e-11, "gamma_elem": 1e-9,
+                              "gamma_gather": 1e-9}},
+            "shm_alpha": 1e-6, "shm_beta": 1e-10, "layer_overhead_s": 1e-4}
+    cases = {"negative": {**good, "shm_beta": -1e-10}, "missing": {
+        k: v for k, v in good.items() if k != "shm_alpha"}}
+    for name, values in cases.items():
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(values))
+        assert main(["tune", *SBM, "--parts", "2", "--methods", "random", "--cost-model",
+                     str(path), "--out", str(tmp_path / "t"), "--no-progress"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert str(path) in err and len(err.splitlines()) == 1
+        assert ("shm_beta must be finite and >= 0" if name == "negative"
+                else "missing constant 'shm_alpha'") in err
+    path = tmp_path / "good.json"
+    path.write_text(json.dumps(good))
+    assert main(["tune", *SBM, "--parts", "2", "--methods", "random", "--cost-model", str(path),
+                 "--out", str(tmp_path / "t"), "--no-progress", "--no-plot"]) == 0
+    assert json.loads((tmp_path / "t.json").read_text())["cost_model"] == {
+        **good, "bytes_per_value": 4}
+
+
+@pytest.mark.skipif(not FACEBOOK.is_dir(), reason="SNAP facebook not available")
+def test_a_10_gbit_network_does_not_recommend_random_on_facebook(tmp_path, capsys):
+    assert main(["tune", "--dataset", str(FACEBOOK), "--methods", "random,metis",
+                 "--parts", "16", "--network", "50,10", "--out", str(tmp_path / "fb"),
+                 "--no-progress", "--no-plot"]) == 0
+    result = json.loads((tmp_path / "fb.json").read_text())
+    rows = {r["method"]: r for r in result["rows"]}
+    assert result["recommended"]["method"] != "random"
+    assert rows["random"]["halo_bytes_max"] > 3 * rows["metis"]["halo_bytes_max"]
+
+
+def test_tune_calibrate_then_reuse(tmp_path):
+    # Own process: --calibrate launches a 2-rank mpirun for the shared-memory alltoallv.
+    code = "import sys; from gnnscale.cli.main import main; sys.exit(main(sys.argv[1:]))"
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "tune", *SBM, "--methods", "random", "--parts", "2",
+         "--calibrate", "--no-plot", "--no-progress", "--out", str(tmp_path / "t")],
+        capture_output=True, text=True, timeout=600, env=mpi_env())
+    assert proc.returncode == 0, proc.stderr
+    saved = tmp_path / "t-cost-model.json"
+    constants = json.loads(saved.read_text())
+    assert constants == json.loads((tmp_path / "t.json").read_text())["cost_model"]
+    for values in constants["compute"].values():
+        assert all(0 < values[k] < 1e-6 for k in values)
+    assert 0 < constants["shm_alpha"] < 1e-2 and constants["shm_beta"] < 1e-7
+    assert main(["tune", *SBM, "--methods", "random", "--parts", "2", "--cost-model",
+                 str(saved), "--no-plot", "--no-progress", "--out", str(tmp_path / "u")]) == 0
+    assert os.path.exists(tmp_path / "u.json")
+
+
+def test_alltoallv_fit_takes_latency_from_the_smallest_message_and_slope_from_the_largest():
+    from gnnscale.cli.calibrate import fit_alltoallv
+
+    rows = [{"bytes": b, "peers": 3, "seconds": 3 * 2e-5 + b * 1e-9}
+            for b in (24, 3 << 10, 3 << 20)]
+    fitted = fit_alltoallv(rows[::-1])
+    assert fitted["shm_alpha"] == pytest.approx(2e-5, rel=1e-3)
+    assert fitted["shm_beta"] == pytest.approx(1e-9, rel=1e-6)
+    flat = fit_alltoallv([{"bytes": 8, "peers": 1, "seconds": 1e-3},
+                          {"bytes": 8 << 20, "peers": 1, "seconds": 5e-4}])
+    assert flat["shm_beta"] == 0.0  # a noisy slope is clipped at zero, never negative
+
+
+def test_calibrate_in_job_on_two_ranks(tmp_path):
+    from mpi_launch import REPO_ROOT, run_python_mpi
+
+    script = tmp_path / "in_job.py"
+    script.write_text(
+        "import json, sys\n"
+        f"sys.path.insert(0, {str(REPO_ROOT)!r})\n"
+        "from gnnscale.comm import init\n"
+        "from gnnscale.cli.calibrate import calibrate_in_job\n"
+        "comm = init()\n"
+        "costs = calibrate_in_job(comm, threads=1, scale=0.05)\n"
+        "print(json.dumps(costs.to_dict()))\n")
+    done = run_python_mpi(2, script, timeout=300)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(x) for x in done.stdout.splitlines() if x.startswith("{")]
+    assert len(lines) == 2 and lines[0]["compute"] == lines[1]["compute"]  # medians agree
+    values = lines[0]
+    assert set(values["compute"]) == {"1"} and values["shm_alpha"] > 0
+    assert values["layer_overhead_s"] >= 0
