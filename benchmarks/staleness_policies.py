@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -33,8 +34,8 @@ POLICIES = ("exact", "pipelined", "pipelined:0.9", "delayed:2", "delayed:4", "lo
 
 
 def load(name: str, root: str):
-    """A dataset by name, or ``rmat-<scale>``: issue 6's seeded R-MAT workload (128 random
-    features, 16 classes)."""
+    """A dataset by name, or ``rmat-<scale>``: the seeded R-MAT workload of
+    benchmarks/engine_vs_dgl.py (128 random features, 16 classes)."""
     if name.startswith("rmat-"):
         return load_dataset("rmat", scale=int(name[5:]), num_features=128, num_classes=16,
                             seed=0)
@@ -83,7 +84,7 @@ def run(problem, data, comm, spec, epochs, metric, seed, slow, hidden):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--datasets", nargs="+", default=["cora", "citeseer", "tolokers"])
-    parser.add_argument("--data-root", default="../shared/datasets")
+    parser.add_argument("--data-root", default=str(Path(__file__).resolve().parents[1] / "datasets"))
     parser.add_argument("--partitioners", nargs="+", default=["metis", "libra"])
     parser.add_argument("--policies", nargs="+", default=list(POLICIES))
     parser.add_argument("--epochs", type=int, default=200)

@@ -1,7 +1,7 @@
 """Load, partition, train and predict from Python; the same file runs on 1 or N ranks.
 
-    python examples/python_api.py --data-root ../shared/datasets
-    mpirun -n 4 python examples/python_api.py --data-root ../shared/datasets
+    python examples/python_api.py --data-root datasets
+    mpirun -n 4 python examples/python_api.py --data-root datasets
 """
 
 import argparse

@@ -275,14 +275,16 @@ def _device(name: str) -> torch.device:
 
 
 def _problem_in_memory(args, comm, device):
-    """Every rank loads the whole graph; rank 0 partitions it and broadcasts the assignment."""
+    """Every rank maps the graph (see :mod:`.shared_graph`); rank 0 partitions it and broadcasts
+    the assignment; each rank then reads only its own rows."""
     from partitioning import make_partitioner, part_summary
 
     from ..engine import LocalProblem
     from .partition_cmd import balance_targets
+    from .shared_graph import load_shared_graph
 
+    data = load_shared_graph(args, comm)
     with agreed_failure(comm):
-        data = load_graph(args)
         if comm.size > data.num_nodes:
             raise UsageError(f"{comm.size} ranks but the graph has only {data.num_nodes} nodes; "
                              f"launch at most {data.num_nodes} ranks")
