@@ -21,8 +21,10 @@ from .common import AgreedError, agreed_failure, user_error_types
 
 def _converted_folder(args) -> Path | None:
     from ..data.converted import is_converted
+    from ..data.load import default_root
 
-    for candidate in (Path(args.dataset).expanduser(), Path(args.data_root) / args.dataset):
+    root = args.data_root if args.data_root is not None else default_root()
+    for candidate in (Path(args.dataset).expanduser(), Path(root) / args.dataset):
         try:
             if candidate.is_dir() and is_converted(candidate):
                 return candidate

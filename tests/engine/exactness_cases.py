@@ -13,7 +13,11 @@ from gnnscale.nn import GNN
 STEPS = 5
 LR, WEIGHT_DECAY, HIDDEN, SEED = 0.01, 5e-4, 16, 3
 DATASETS = ("cora", "isolated")
-PARTITIONERS = ("random", "block", "metis", "ldg", "fennel")  # vertex cuts: tests/vertex_cut
+# Edge cuts; the vertex cuts have their own exactness test in tests/vertex_cut.
+PARTITIONERS = ("random", "block", "metis", "kaminpar", "ldg", "fennel")
+# Every rank partitions on its own, so each partitioner must give the same parts on every rank:
+# KaMinPar does for a seed on one thread.
+PARTITIONER_PARAMS = {"kaminpar": {"threads": 1}}
 MODELS = ("gcn", "sage")
 
 
@@ -119,15 +123,17 @@ def train_and_gather(trainer, steps: int = STEPS) -> tuple[np.ndarray, np.ndarra
 
 def partitioned_problems(datasets, partitioners, load, datasets_root, comm, seed: int = SEED):
     """``(dataset, partitioner, data, this rank's LocalProblem)`` for every dataset (read by
-    ``load(name, datasets_root)``) and edge-cut partitioner (collective; for drivers)."""
+    ``load(name, datasets_root)``) and edge-cut partitioner, with its
+    :data:`PARTITIONER_PARAMS` (collective; for drivers)."""
     from gnnscale.engine import LocalProblem
     from partitioning import make_partitioner
 
     for dataset in datasets:
         data = load(dataset, datasets_root)
         for partitioner in partitioners:
-            node_parts = make_partitioner(partitioner, num_parts=comm.size,
-                                          seed=seed).fit(data).node_parts
+            node_parts = make_partitioner(partitioner, num_parts=comm.size, seed=seed,
+                                          **PARTITIONER_PARAMS.get(partitioner, {})
+                                          ).fit(data).node_parts
             yield dataset, partitioner, data, LocalProblem.from_graph_data(data, node_parts, comm)
 
 
