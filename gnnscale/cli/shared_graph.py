@@ -15,16 +15,15 @@ import tempfile
 from pathlib import Path
 
 from ..errors import DataError
-from .arguments import load_graph
+from .arguments import load_graph, resolve_data_root
 from .common import AgreedError, agreed_failure, user_error_types
 
 
 def _converted_folder(args) -> Path | None:
     from ..data.converted import is_converted
-    from ..data.load import default_root
 
-    root = args.data_root if args.data_root is not None else default_root()
-    for candidate in (Path(args.dataset).expanduser(), Path(root) / args.dataset):
+    root = Path(resolve_data_root(args))
+    for candidate in (Path(args.dataset).expanduser(), root / args.dataset):
         try:
             if candidate.is_dir() and is_converted(candidate):
                 return candidate
