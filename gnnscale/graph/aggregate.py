@@ -8,8 +8,8 @@ progresses (MPI moves data only inside MPI calls) while this rank computes.
 Backward mirrors it: ``A_boundary.T @ grad`` first and post its reverse exchange ->
 ``A_inner.T @ grad`` while it travels -> wait -> add the returned rows into their owners.
 
-With ``plan.overlap = False`` each exchange is waited for right after it is posted: the same
-numbers, with the whole communication time exposed (for measuring what overlap hides).
+With ``plan.configure(overlap=False)`` each exchange is waited for right after it is posted: the
+same numbers, with the whole communication time exposed (for measuring what overlap hides).
 """
 
 from __future__ import annotations

@@ -13,10 +13,13 @@ placed, in a seeded random order, on the part with the fewest masters so far.
 
 from __future__ import annotations
 
+from abc import abstractmethod
+
 import numba
 import numpy as np
 
-from ..csr_ops import transpose_csr
+from ..base import Partitioner
+from ..csr_ops import csr_destinations, transpose_csr
 from ..errors import PartitionError
 
 
@@ -120,6 +123,16 @@ def add_load(loads, tracker, p, num_parts):
         tracker[1] = count
 
 
+
+@numba.njit(cache=True, inline="always")
+def place_edge(bits, loads, tracker, edge_parts, e, u, v, p, num_parts):
+    """Edge ``e = u -> v`` goes to part ``p``: both endpoints get a replica there, ``p``'s load
+    grows by one."""
+    add_part(bits, u, p)
+    add_part(bits, v, p)
+    add_load(loads, tracker, p, num_parts)
+    edge_parts[e] = p
+
 MASTER_RULES = ("most_edges", "balanced")
 
 
@@ -197,3 +210,34 @@ def choose_masters(graph, edge_parts: np.ndarray, num_parts: int, seed: int,
 def degrees(graph) -> np.ndarray:
     """int64 ``[N]`` total degree (in + out)."""
     return graph.in_degree() + graph.out_degree()
+
+
+
+class StreamingVertexCut(Partitioner):
+    """The frame of a streaming vertex cut; subclasses place the edges (:meth:`_assign`).
+
+    Edges stream in a seeded random order (a sorted edge list would pour whole components into
+    one part); masters then follow the ``master`` parameter (:func:`choose_masters`).
+    """
+
+    kind = "vertex_cut"
+
+    def _check_params(self):
+        check_master(self.method_params["master"])
+
+    @abstractmethod
+    def _assign(self, graph, src, dst, order, bits, edge_parts) -> None:
+        """Place edge ``order[i]`` (``src`` the CSR's ``indices``, ``dst`` the destinations),
+        in that order, into ``edge_parts`` (int32), keeping the replica sets ``bits`` (rows of
+        :func:`num_words` uint64 words) up to date."""
+
+    def _partition(self, graph, train_mask):
+        order = np.random.default_rng(self.seed).permutation(graph.num_edges)
+        dst = csr_destinations(graph.indptr, graph.num_edges)
+        bits = np.zeros((graph.num_nodes, num_words(self.num_parts)), dtype=np.uint64)
+        edge_parts = np.empty(graph.num_edges, dtype=np.int32)
+        self._assign(graph, graph.indices, dst, order, bits, edge_parts)
+        del bits, dst, order  # before the masters' transpose: peak memory
+        out_csr = transpose_csr(graph.indptr, graph.indices, graph.num_nodes)
+        return choose_masters(graph, edge_parts, self.num_parts, self.seed,
+                              self.method_params["master"], out_csr), edge_parts

@@ -21,11 +21,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ..base import Partitioner
-from ..csr_ops import csr_destinations, transpose_csr
 from ..errors import PartitionError
-from .common import (BOTH, ONLY_FIRST, add_load, add_part, check_master, choose_masters,
-                     has_part, least_loaded, least_loaded_in, new_load_tracker, num_words)
+from .common import (BOTH, ONLY_FIRST, StreamingVertexCut, has_part, least_loaded,
+                     least_loaded_in, new_load_tracker, place_edge)
 
 
 @numba.njit(cache=True)
@@ -67,16 +65,13 @@ def _hdrf(src, dst, order, num_parts, lam, eps, bits, partial, edge_parts):
             if s > best_score or (s == best_score and p < best):
                 best = p
                 best_score = s
-        add_part(bits, u, best)
-        add_part(bits, v, best)
-        add_load(loads, tracker, best, num_parts)
+        place_edge(bits, loads, tracker, edge_parts, e, u, v, best, num_parts)
         if loads[best] > max_load:
             max_load = loads[best]
-        edge_parts[e] = best
     return edge_parts
 
 
-class HDRFPartitioner(Partitioner):
+class HDRFPartitioner(StreamingVertexCut):
     """High-Degree (are) Replicated First streaming vertex cut.
 
     Args:
@@ -90,7 +85,6 @@ class HDRFPartitioner(Partitioner):
     """
 
     name = "hdrf"
-    kind = "vertex_cut"
     defaults = {"lam": 1.0, "eps": 1.0, "master": "most_edges"}
 
     def _check_params(self):
@@ -98,19 +92,9 @@ class HDRFPartitioner(Partitioner):
             value = self.method_params[key]
             if not isinstance(value, (int, float)) or value <= 0:
                 raise PartitionError(f"{key}={value!r} must be a positive number")
-        check_master(self.method_params["master"])
+        super()._check_params()
 
-    def _partition(self, graph, train_mask):
-        p = self.num_parts
-        order = np.random.default_rng(self.seed).permutation(graph.num_edges)
-        dst = csr_destinations(graph.indptr, graph.num_edges)
-        bits = np.zeros((graph.num_nodes, num_words(p)), dtype=np.uint64)  # replica sets
+    def _assign(self, graph, src, dst, order, bits, edge_parts):
         partial = np.zeros(graph.num_nodes, dtype=np.int64)  # partial degrees
-        edge_parts = np.empty(graph.num_edges, dtype=np.int32)
-        _hdrf(graph.indices, dst, order, p, float(self.method_params["lam"]),
+        _hdrf(src, dst, order, self.num_parts, float(self.method_params["lam"]),
               float(self.method_params["eps"]), bits, partial, edge_parts)
-        del bits, partial
-        del dst, order
-        out_csr = transpose_csr(graph.indptr, graph.indices, graph.num_nodes)
-        return choose_masters(graph, edge_parts, p, self.seed, self.method_params["master"],
-                              out_csr), edge_parts

@@ -20,10 +20,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ..base import Partitioner
-from ..csr_ops import csr_destinations, transpose_csr
-from .common import (ANY, BOTH, add_load, add_part, check_master, choose_masters, degrees,
-                     is_empty, least_loaded, least_loaded_in, new_load_tracker, num_words)
+from .common import (ANY, BOTH, StreamingVertexCut, degrees, is_empty, least_loaded,
+                     least_loaded_in, new_load_tracker, place_edge)
 
 
 @numba.njit(cache=True)
@@ -47,14 +45,11 @@ def _libra(src, dst, order, degree, num_parts, bits, edge_parts):
             if p < 0:
                 low = u if degree[u] < degree[v] else v
                 p = least_loaded_in(bits, low, low, ANY, loads, num_parts, lightest)
-        add_part(bits, u, p)
-        add_part(bits, v, p)
-        add_load(loads, tracker, p, num_parts)
-        edge_parts[e] = p
+        place_edge(bits, loads, tracker, edge_parts, e, u, v, p, num_parts)
     return edge_parts
 
 
-class LibraPartitioner(Partitioner):
+class LibraPartitioner(StreamingVertexCut):
     """Libra greedy vertex cut (DistGNN): balances edges, replicates high-degree nodes.
 
     Args:
@@ -65,22 +60,7 @@ class LibraPartitioner(Partitioner):
     """
 
     name = "libra"
-    kind = "vertex_cut"
     defaults = {"master": "most_edges"}
 
-    def _check_params(self):
-        check_master(self.method_params["master"])
-
-    def _partition(self, graph, train_mask):
-        p = self.num_parts
-        rng = np.random.default_rng(self.seed)
-        order = rng.permutation(graph.num_edges)
-        dst = csr_destinations(graph.indptr, graph.num_edges)
-        bits = np.zeros((graph.num_nodes, num_words(p)), dtype=np.uint64)  # replica sets
-        edge_parts = np.empty(graph.num_edges, dtype=np.int32)
-        _libra(graph.indices, dst, order, degrees(graph), p, bits, edge_parts)
-        del bits
-        del dst, order
-        out_csr = transpose_csr(graph.indptr, graph.indices, graph.num_nodes)
-        return choose_masters(graph, edge_parts, p, self.seed, self.method_params["master"],
-                              out_csr), edge_parts
+    def _assign(self, graph, src, dst, order, bits, edge_parts):
+        _libra(src, dst, order, degrees(graph), self.num_parts, bits, edge_parts)

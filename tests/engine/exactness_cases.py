@@ -87,16 +87,68 @@ def pyg_reference(model_name: str, data, steps: int = STEPS) -> tuple[np.ndarray
 TOLERANCE = 5e-5
 
 
-def exactness_failures(saved, references: dict, cases,
-                       tolerance: float = TOLERANCE) -> list[str]:
-    """Compare saved ``{key}/losses`` and ``{key}/logits`` with ``references[(dataset, model)]``
-    for every ``(dataset, partitioner, model)`` case; one line per case outside ``tolerance``."""
-    failures = []
-    for dataset, partitioner, model in cases:
-        ref_losses, ref_logits = references[(dataset, model)]
-        key = case_key(dataset, partitioner, model)
+def compare_with_references(saved, expected: dict,
+                            tolerance: float = TOLERANCE) -> tuple[list[str], list]:
+    """Compare saved ``{key}/losses`` and ``{key}/logits`` with ``expected[key]`` = (losses,
+    logits) for every key; (one line per key outside ``tolerance``, [(largest relative error,
+    key)] for every key)."""
+    failures, errors = [], []
+    for key, (ref_losses, ref_logits) in expected.items():
         loss_err = relative_error(saved[f"{key}/losses"], ref_losses)
         logit_err = relative_error(saved[f"{key}/logits"], ref_logits)
+        errors.append((max(loss_err, logit_err), key))
         if not (loss_err <= tolerance and logit_err <= tolerance):
             failures.append(f"{key}: loss err {loss_err:.2e}, logit err {logit_err:.2e}")
-    return failures
+    return failures, errors
+
+
+def exactness_failures(saved, references: dict, cases,
+                       tolerance: float = TOLERANCE) -> list[str]:
+    """:func:`compare_with_references` for ``(dataset, partitioner, model)`` cases against
+    ``references[(dataset, model)]``; one line per case outside ``tolerance``."""
+    expected = {case_key(dataset, partitioner, model): references[(dataset, model)]
+                for dataset, partitioner, model in cases}
+    return compare_with_references(saved, expected, tolerance)[0]
+
+
+def train_and_gather(trainer, steps: int = STEPS) -> tuple[np.ndarray, np.ndarray | None]:
+    """``steps`` training steps (collective): (the global loss after each, logits of every node
+    in global order on rank 0, None elsewhere)."""
+    from gnnscale.engine import gather_predictions
+
+    losses = [trainer.evaluate(trainer.train_step()[0])[0] for _ in range(steps)]
+    gathered = gather_predictions(trainer)
+    return np.asarray(losses), gathered[0] if gathered else None
+
+
+def partitioned_problems(datasets, partitioners, load, datasets_root, comm, seed: int = SEED):
+    """``(dataset, partitioner, data, this rank's LocalProblem)`` for every dataset (read by
+    ``load(name, datasets_root)``) and edge-cut partitioner, with its
+    :data:`PARTITIONER_PARAMS` (collective; for drivers)."""
+    from gnnscale.engine import LocalProblem
+    from partitioning import make_partitioner
+
+    for dataset in datasets:
+        data = load(dataset, datasets_root)
+        for partitioner in partitioners:
+            node_parts = make_partitioner(partitioner, num_parts=comm.size, seed=seed,
+                                          **PARTITIONER_PARAMS.get(partitioner, {})
+                                          ).fit(data).node_parts
+            yield dataset, partitioner, data, LocalProblem.from_graph_data(data, node_parts, comm)
+
+
+def save_results(comm, out_path, results: dict) -> None:
+    """Rank 0 writes a driver's ``results`` to ``out_path`` (.npz); every rank says it is done."""
+    if comm.rank == 0:
+        np.savez(out_path, **results)
+    print(f"rank {comm.rank} done", flush=True)
+
+
+def run_driver(driver, nprocs: int, datasets_root, tmp_path, timeout: float = 900):
+    """Run ``driver DATASETS_ROOT OUT.npz`` under mpirun on ``nprocs`` ranks; what it saved."""
+    from mpi_launch import run_python_mpi
+
+    out = tmp_path / "results.npz"
+    result = run_python_mpi(nprocs, driver, [str(datasets_root), str(out)], timeout=timeout)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return np.load(out)

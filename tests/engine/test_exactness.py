@@ -8,12 +8,10 @@ orders, amplified by Adam: see exactness_cases.TOLERANCE).
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from exactness_cases import (DATASETS, MODELS, PARTITIONERS, exactness_failures,
-                             load_case_dataset, pyg_reference)
-from mpi_launch import run_python_mpi
+                             load_case_dataset, pyg_reference, run_driver)
 
 DRIVER = Path(__file__).with_name("exactness_driver.py")
 
@@ -31,10 +29,7 @@ def references(datasets_root):
 @pytest.mark.parametrize("nprocs", [1, 2, 3, 4])
 def test_distributed_training_equals_pyg_on_whole_graph(nprocs, references, datasets_root,
                                                         tmp_path):
-    out = tmp_path / "results.npz"
-    result = run_python_mpi(nprocs, DRIVER, [str(datasets_root), str(out)], timeout=900)
-    assert result.returncode == 0, result.stderr[-3000:]
-    saved = np.load(out)
+    saved = run_driver(DRIVER, nprocs, datasets_root, tmp_path)
     cases = [(d, p, m) for d in DATASETS for p in PARTITIONERS for m in MODELS]
     failures = exactness_failures(saved, references, cases)
     assert not failures, "\n".join(failures)

@@ -180,9 +180,3 @@ def whole_graph_reference(model: nn.Module, edge_index: torch.Tensor) -> nn.Modu
 
 def case_key(case: str, partitioner: str) -> str:
     return f"{case}-{partitioner}"
-
-
-def relative_error(actual: np.ndarray, expected: np.ndarray) -> float:
-    """max |actual - expected| / max |expected|: error relative to the values' scale."""
-    scale = max(float(np.abs(expected).max()), 1e-12)
-    return float(np.abs(actual - expected).max()) / scale

@@ -8,6 +8,7 @@ or PyG's LayerNorm) on the whole graph, from the same initial weights, within 1e
 One mpirun launch per rank count runs every case.
 """
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,9 +16,12 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from mpi_launch import run_python_mpi
 from nn_cases import (CASES, DATASETS, PARTITIONERS, STEPS, case_key, initial_model,
-                      load_case_dataset, make_optimizer, relative_error, whole_graph_reference)
+                      load_case_dataset, make_optimizer, whole_graph_reference)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
+
+from exactness_cases import compare_with_references, run_driver  # noqa: E402
 
 DRIVER = Path(__file__).with_name("nn_exactness_driver.py")
 TOLERANCE = 1e-5
@@ -55,20 +59,10 @@ def references(datasets_root):
 @pytest.mark.parametrize("nprocs", [1, 2, 3, 4])
 def test_nn_layers_distributed_equal_pyg_on_whole_graph(nprocs, references, datasets_root,
                                                         tmp_path):
-    out = tmp_path / "results.npz"
-    result = run_python_mpi(nprocs, DRIVER, [str(datasets_root), str(out)], timeout=600)  # generous: the machine is shared
-    assert result.returncode == 0, result.stderr[-3000:]
-    saved = np.load(out)
-    failures, errors = [], []
-    for case in CASES:
-        for partitioner in PARTITIONERS if nprocs > 1 else PARTITIONERS[:1]:
-            ref_losses, ref_logits = references[case]
-            key = case_key(case, partitioner)
-            loss_err = relative_error(saved[f"{key}/losses"], ref_losses)
-            logit_err = relative_error(saved[f"{key}/logits"], ref_logits)
-            errors.append((max(loss_err, logit_err), key))
-            if not (loss_err <= TOLERANCE and logit_err <= TOLERANCE):
-                failures.append(f"{key}: loss err {loss_err:.2e}, logit err {logit_err:.2e}")
+    saved = run_driver(DRIVER, nprocs, datasets_root, tmp_path, timeout=600)
+    expected = {case_key(case, partitioner): references[case] for case in CASES
+                for partitioner in (PARTITIONERS if nprocs > 1 else PARTITIONERS[:1])}
+    failures, errors = compare_with_references(saved, expected, TOLERANCE)
     worst, worst_key = max(errors)
     print(f"{nprocs} ranks: largest relative error {worst:.2e} ({worst_key})")
     assert not failures, "\n".join(failures)

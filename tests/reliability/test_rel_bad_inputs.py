@@ -217,12 +217,18 @@ def test_bad_arguments(case, tmp_path, capsys):
     assert_one_line(code, err, fragments, case)
 
 
-def test_damaged_partition_store_is_refused_naming_the_file(tmp_path, capsys):
+def partition_store(tmp_path, capsys, parts: int):
+    """A random partition store of the small test graph, written by ``gnnscale partition``."""
     data = write_npz(tmp_path / "g.npz", graph_arrays())
     store = tmp_path / "store"
-    code, _, err = run_in_process(["partition", "--dataset", str(data), "--parts", "1",
+    code, _, err = run_in_process(["partition", "--dataset", str(data), "--parts", str(parts),
                                    "--method", "random", "--out", str(store)], capsys)
     assert code == 0, err
+    return store
+
+
+def test_damaged_partition_store_is_refused_naming_the_file(tmp_path, capsys):
+    store = partition_store(tmp_path, capsys, parts=1)
     victim = max((p for p in store.rglob("*") if p.is_file() and p.name != "manifest.json"),
                  key=lambda p: p.stat().st_size)
     victim.write_bytes(victim.read_bytes()[:-7])
@@ -254,11 +260,7 @@ def test_bad_file_on_two_ranks(tmp_path):
 
 
 def test_more_ranks_than_nodes_or_parts(tmp_path, capsys):
-    data = write_npz(tmp_path / "g.npz", graph_arrays())
-    store = tmp_path / "store"
-    code, _, err = run_in_process(["partition", "--dataset", str(data), "--parts", "2",
-                                   "--method", "random", "--out", str(store)], capsys)
-    assert code == 0, err
+    store = partition_store(tmp_path, capsys, parts=2)
     result = gnnscale_cli(3, [*TRAIN[:-2], "--partitions", str(store)], timeout=180)
     assert_every_rank_exit_2(result, ["2 parts", "3"])
     tiny = write_npz(tmp_path / "tiny.npz", {

@@ -15,8 +15,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
 
-from exactness_cases import exactness_failures, load_case_dataset, pyg_reference  # noqa: E402
-from mpi_launch import run_python_mpi  # noqa: E402
+from exactness_cases import (exactness_failures, load_case_dataset, pyg_reference,  # noqa: E402
+                             run_driver)
 
 from vcut_driver import CASES, MODELS, STEPS  # noqa: E402
 
@@ -36,10 +36,7 @@ def vcut_references(datasets_root):
 @pytest.mark.parametrize("nprocs", [1, 2, 3, 4])
 def test_vcut_training_equals_pyg_on_whole_graph(nprocs, vcut_references, datasets_root,
                                                  tmp_path):
-    out = tmp_path / "results.npz"
-    result = run_python_mpi(nprocs, DRIVER, [str(datasets_root), str(out)], timeout=900)
-    assert result.returncode == 0, result.stderr[-3000:]
-    saved = np.load(out)
+    saved = run_driver(DRIVER, nprocs, datasets_root, tmp_path)
     failures = exactness_failures(saved, vcut_references,
                                   [(d, p, m) for d, p in CASES for m in MODELS])
     assert not failures, "\n".join(failures)
