@@ -14,6 +14,7 @@ yourself to choose otherwise.
 from __future__ import annotations
 
 import os
+import sys
 
 _LOCAL_SIZE_VARIABLES = ("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "LOCAL_WORLD_SIZE",
                          "MV2_COMM_WORLD_LOCAL_SIZE")
@@ -37,3 +38,9 @@ def size_kernel_pool() -> None:
     """Set ``NUMBA_NUM_THREADS`` to :func:`default_threads` for multi-rank launches, unless set."""
     if local_ranks() > 1 and "NUMBA_NUM_THREADS" not in os.environ:
         os.environ["NUMBA_NUM_THREADS"] = str(default_threads())
+        numba = sys.modules.get("numba")
+        if numba is not None:
+            # numba was imported first (``partitioning`` uses it): it must re-read the variable
+            # now, before its pool starts, or a later compilation finds the pool's size and
+            # its configuration disagreeing and refuses to run
+            numba.core.config.reload_config()
