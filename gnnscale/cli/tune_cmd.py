@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
 from .common import formatter, say
+from .progress import progress_bar
 from .arguments import add_dataset_arguments, load_graph, positive_int
 
 DEFAULT_METHODS = "random,metis,ldg,fennel,libra"
@@ -48,16 +48,17 @@ def add_parser(subparsers) -> None:
     model.add_argument("--hidden", type=positive_int, default=16, help="hidden width")
     model.add_argument("--cost-model", default=None, metavar="FILE",
                        help="JSON file of cost-model constants (as written under "
-                            "'cost_model' in a tune JSON); None means the built-in constants")
+                            "'cost_model' in a tune JSON); default: the built-in constants")
     model.add_argument("--calibrate", action="store_true",
                        help="measure the compute constants on this machine (sparse aggregation "
                             "and dense transforms) and, under mpirun with several ranks, the "
                             "communicator's alpha and beta")
     out = p.add_argument_group("output")
     out.add_argument("--out", default="tune", metavar="PREFIX",
-                     help="write PREFIX.json and PREFIX.png")
+                     help="write PREFIX.json and PREFIX.png (folders are created)")
     out.add_argument("--no-plot", action="store_true", help="skip the PNG")
-    out.add_argument("--no-progress", action="store_true", help="no progress bar")
+    out.add_argument("--no-progress", action="store_true",
+                     help="no progress bar (there is one only when stderr is a terminal)")
     p.set_defaults(func=run)
 
 
@@ -68,17 +69,15 @@ def model_dims(data, layers: int, hidden: int) -> list[int]:
 
 def run(args) -> int:
     """Sweep, print the table and the recommendation, write JSON and PNG."""
-    from tqdm import tqdm
-
     from partitioning import make_partitioner
     from partitioning.cost_model import CostModel
+    from partitioning.store import check_creatable
     from partitioning.tune import format_sweep_table, plot_sweep, recommend, sweep, write_json
 
     from ..errors import UsageError
 
     prefix = Path(args.out)
-    if not prefix.absolute().parent.is_dir():
-        raise UsageError(f"--out {args.out}: folder {prefix.absolute().parent} does not exist")
+    check_creatable(prefix.absolute().parent, f"--out {args.out}")  # before the sweep
     for method in args.methods:  # unknown names fail before loading anything
         make_partitioner(method, num_parts=1)
     cost_model = _load_cost_model(args.cost_model) if args.cost_model else CostModel()
@@ -94,8 +93,7 @@ def run(args) -> int:
     if not parts:
         raise UsageError(f"no part count in {args.parts} fits a graph of {data.num_nodes} nodes")
     dims = model_dims(data, args.layers, args.hidden)
-    bar = tqdm(total=len(args.methods) * len(parts), desc="tune", unit="run", file=sys.stderr,
-               disable=args.no_progress, leave=False, dynamic_ncols=True)
+    bar = progress_bar(len(args.methods) * len(parts), "tune", "run", args.no_progress)
 
     def progress(done, total, label):
         bar.set_postfix_str(label)
@@ -109,6 +107,7 @@ def run(args) -> int:
     say(format_sweep_table(rows))
     best = recommend(rows)
     json_path = prefix.with_name(prefix.name + ".json")
+    prefix.absolute().parent.mkdir(parents=True, exist_ok=True)
     write_json(json_path, rows, cost_model,
                extra={"dataset": data.name, "dims": dims, "seed": args.seed})
     say(f"recommended: {best['method']} with {best['parts']} parts "
