@@ -8,6 +8,7 @@ the same step as one process on the whole graph would.
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import resource
 import time
@@ -246,13 +247,13 @@ class Trainer:
     def state_dict(self) -> dict:
         """Everything a resumed run needs, identical on every rank except the RNG states,
         which are gathered from every rank (collective), and the epoch records (this rank's,
-        whose losses and metrics every rank shares), so a resumed run's summary and metrics
-        file cover every epoch."""
+        whose losses and metrics every rank shares) as plain JSON values, so a resumed run's
+        summary and metrics file cover every epoch."""
         rng = {"torch": torch.get_rng_state(), "dropout": dropout_rng.get_state()}
         return {"epoch": self.epoch, "model": self.model.state_dict(),
                 "optimizer": self.optimizer.state_dict(),
                 "rng_per_rank": self.comm.allgather_object(rng), "num_ranks": self.comm.size,
-                "history": [record.to_json() for record in self.history]}
+                "history": json.loads(json.dumps([r.to_json() for r in self.history]))}
 
     def load_state_dict(self, state: dict) -> None:
         """Restore a :meth:`state_dict` saved by a job with the same number of ranks."""
