@@ -95,28 +95,48 @@ def _json_default(value):
     raise TypeError(f"not JSON-serialisable: {type(value).__name__}")
 
 
+_STYLES = [("o", "-"), ("s", "--"), ("^", "-."), ("D", ":"), ("v", "-"), ("P", "--"),
+           ("X", "-."), ("*", ":")]
+
+
 def plot_sweep(rows: list[dict], path) -> None:
-    """PNG with predicted epoch time (left) and max halo bytes per exchange (right) vs parts."""
+    """PNG with predicted epoch time in ms (left) and the largest part's halo volume per
+    exchange (right) against the part count. Each method has its own marker and line style
+    (hollow markers, slightly dodged sideways) so methods with equal values stay visible."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, NullFormatter
 
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for method in dict.fromkeys(r["method"] for r in rows):
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.4))
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    all_parts = sorted({r["parts"] for r in rows})
+    for i, method in enumerate(methods):
         mine = sorted((r for r in rows if r["method"] == method), key=lambda r: r["parts"])
-        parts = [r["parts"] for r in mine]
-        left.plot(parts, [r["predicted_epoch_s"] for r in mine], marker="o", label=method)
-        right.plot(parts, [max(r["halo_bytes_max"], 1) for r in mine], marker="o", label=method)
-    for ax, title, ylabel in ((left, "predicted epoch time", "seconds"),
-                              (right, "communication (largest part)", "halo bytes / exchange")):
+        dodge = 2 ** (0.04 * (i - (len(methods) - 1) / 2))  # a few % apart on the log axis
+        parts = [r["parts"] * dodge for r in mine]
+        marker, line = _STYLES[i % len(_STYLES)]
+        style = dict(marker=marker, linestyle=line, markerfacecolor="none", markersize=7,
+                     linewidth=1.4, label=method)
+        left.plot(parts, [r["predicted_epoch_s"] * 1e3 for r in mine], **style)
+        right.plot(parts, [max(r["halo_bytes_max"], 1) / 2**10 for r in mine], **style)
+    plain = FuncFormatter(lambda value, _: f"{value:g}")
+    for ax, title, ylabel in ((left, "predicted epoch time", "ms per epoch"),
+                              (right, "communication (largest part)",
+                               "halo KiB per exchange")):
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
+        ax.set_xticks(all_parts)
+        ax.xaxis.set_major_formatter(plain)
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.yaxis.set_major_formatter(plain)
+        ax.yaxis.set_minor_formatter(plain)
         ax.set_xlabel("parts")
         ax.set_ylabel(ylabel)
         ax.set_title(title)
         ax.grid(True, which="both", alpha=0.3)
-    left.legend()
+    left.legend(fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from ..engine.metrics import TIME_PARTS
-
-_LABELS = {"forward_s": "forward (incl. halo)", "backward_s": "backward (incl. halo)",
-           "halo_wait_s": "  of which halo wait",
-           "grad_allreduce_s": "  of which grad. sync",
-           "optimizer_s": "optimiser step", "eval_s": "evaluation"}
+# The parts an epoch's time splits into, in the order the table lists them and the plot
+# stacks them (bottom up): forward + backward = compute + halo wait + exposed gradient sync.
+EPOCH_PARTS = (("compute_s", "compute (fwd + bwd)"), ("halo_wait_s", "halo wait"),
+               ("grad_allreduce_s", "grad. sync wait"), ("optimizer_s", "optimiser step"),
+               ("eval_s", "evaluation"))
 
 
 def format_header(description: str, args, num_ranks: int, method: str,
@@ -37,9 +36,9 @@ def format_time_table(final: dict) -> str:
     ranks = final.get("per_rank") or [dict(rank=0, **final["mean_time_breakdown_s"])]
     header = f"{'':24s}" + "".join(f"{'rank ' + str(r['rank']):>10s}" for r in ranks)
     out.append(header)
-    for key in TIME_PARTS:
+    for key, label in EPOCH_PARTS:
         if key in ranks[0]:
-            out.append(f"{_LABELS[key]:24s}" + "".join(f"{r[key] * 1e3:10.2f}" for r in ranks))
+            out.append(f"{label:24s}" + "".join(f"{r[key] * 1e3:10.2f}" for r in ranks))
     if "owned" in ranks[0]:
         out.append(f"{'owned / halo nodes':24s}" +
                    "".join(f"{str(r['owned']) + '/' + str(r['halo']):>10s}" for r in ranks))
