@@ -19,9 +19,14 @@ def _node_data(rows: np.ndarray, x, y, masks, x_rows: np.ndarray | None = None) 
     return arrays
 
 
-def edge_cut_part_arrays(graph, partition: Partition, x, y, masks):
-    """Yield ``(part, arrays)``: the :class:`PartView` fields plus owned rows of x, y, masks."""
-    builder = PartViewBuilder(graph, partition.node_parts, partition.num_parts)
+def edge_cut_part_arrays(graph, partition: Partition, x, y, masks, builder=None):
+    """Yield ``(part, arrays)``: the :class:`PartView` fields plus owned rows of x, y, masks.
+
+    One part at a time from the part's own rows (``graph`` and ``x`` may be memory-mapped), so
+    the memory is bounded by the largest part plus every part's halo ids.
+    """
+    if builder is None:
+        builder = PartViewBuilder(graph, partition.node_parts, partition.num_parts)
     for part in range(partition.num_parts):
         view = builder.view(part)
         arrays = view.arrays()

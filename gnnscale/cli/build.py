@@ -13,7 +13,6 @@ import numpy as np
 import torch
 
 from ..errors import UsageError
-from .arguments import load_graph
 from .common import agreed_failure
 from .env_check import check_same_versions
 from .report import format_header
@@ -106,14 +105,16 @@ def _device(name: str) -> torch.device:
 
 
 def _problem_in_memory(args, comm, device):
-    """Every rank loads the whole graph; rank 0 partitions it and broadcasts the assignment."""
+    """Every rank maps the graph (see :mod:`.shared_graph`); rank 0 partitions it and broadcasts
+    the assignment; each rank then reads only its own rows."""
     from partitioning import make_partitioner, part_summary
 
-    from ..engine import LocalProblem
+    from ..engine.mapped_problem import problem_from_shared_graph
     from .partition_cmd import balance_targets
+    from .shared_graph import load_shared_graph
 
+    data = load_shared_graph(args, comm)
     with agreed_failure(comm):
-        data = load_graph(args)
         if comm.size > data.num_nodes:
             raise UsageError(f"{comm.size} ranks but the graph has only {data.num_nodes} nodes; "
                              f"launch at most {data.num_nodes} ranks")
@@ -134,7 +135,7 @@ def _problem_in_memory(args, comm, device):
         parts = torch.from_numpy(partition.node_parts.astype(np.int64)) if comm.rank == 0 \
             else torch.empty(data.num_nodes, dtype=torch.int64)
         node_parts = comm.broadcast(parts, root=0).numpy()
-        problem = LocalProblem.from_graph_data(data, node_parts, comm, device=device)
+        problem = problem_from_shared_graph(data, node_parts, comm, device=device)
     header = ""
     if comm.rank == 0:
         summary = part_summary(data, partition) if comm.size > 1 else None

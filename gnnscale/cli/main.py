@@ -1,4 +1,4 @@
-"""``gnnscale`` command line: ``train``, ``partition``, ``tune``, ``info``."""
+"""``gnnscale`` command line: ``train``, ``partition``, ``convert``, ``tune``, ``info``, ``plot``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import sys
 from .common import OneLineParser, formatter, run_entry_point, user_error_types
 
 # Sub-commands live one per module; each exposes add_parser(subparsers) and run(args).
-SUBCOMMAND_MODULES = ("train_cmd", "partition_cmd", "tune_cmd", "info_cmd", "plot_cmd")
+SUBCOMMAND_MODULES = ("train_cmd", "partition_cmd", "convert_cmd", "tune_cmd", "info_cmd",
+                      "plot_cmd")
 
 
 def build_parser() -> OneLineParser:

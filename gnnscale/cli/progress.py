@@ -23,12 +23,15 @@ def live_bar_wanted(no_progress: bool = False, stream=None) -> bool:
     return not no_progress and env_rank() == 0 and is_terminal
 
 
-def progress_bar(total: int, desc: str, unit: str, no_progress: bool = False, initial: int = 0):
-    """A tqdm bar on stderr, disabled (drawing nothing) unless :func:`live_bar_wanted`."""
+def progress_bar(total: int, desc: str, unit: str = "it", no_progress: bool = False,
+                 initial: int = 0, **options):
+    """A tqdm bar on stderr, disabled (drawing nothing) unless :func:`live_bar_wanted`;
+    ``options`` go to tqdm (e.g. ``unit_scale``)."""
     from tqdm import tqdm
 
     return tqdm(total=total, initial=initial, desc=desc, unit=unit, file=sys.stderr,
-                disable=not live_bar_wanted(no_progress), dynamic_ncols=True, leave=False)
+                disable=not live_bar_wanted(no_progress), dynamic_ncols=True, leave=False,
+                **options)
 
 
 def print_line(bar, line: str) -> None:

@@ -114,6 +114,8 @@ def detect_format(path) -> tuple[str, Path]:
     """
     path = Path(path)
     if path.is_dir():
+        if (path / "manifest.json").is_file():
+            return _manifest_kind(path), path
         if any(path.glob("ind.*.graph")) or any((path / "raw").glob("ind.*.graph")):
             return "planetoid", path
         if _is_ogb(path):
@@ -162,6 +164,26 @@ def load_path(path, *, split: int = 0, **options) -> GraphData:
 _SNAP_SUFFIXES = (".txt", ".txt.gz", ".tsv", ".tsv.gz", ".edges", ".edges.gz", ".el", ".el.gz")
 
 
+def _manifest_kind(folder: Path) -> str:
+    """``converted`` for a converted graph folder (any version: opening checks it); a partition
+    store or another manifest is refused with what to do instead."""
+    import json
+
+    from gnnscale.data.converted import FORMAT
+
+    try:
+        kind = json.loads((folder / "manifest.json").read_text()).get("format")
+    except (OSError, ValueError, AttributeError):
+        kind = None
+    if kind == FORMAT:
+        return "converted"
+    if kind == "gnnscale-partition-store":
+        raise DataError(f"{folder} is a partition store, not a dataset: train on it with "
+                        f"--partitions {folder}")
+    raise DataError(f"{folder}/manifest.json is not a converted graph manifest (format "
+                    f"{kind!r}); convert the dataset with `gnnscale convert`")
+
+
 def _children(folder: Path):
     entries = sorted(folder.iterdir())
     raw = folder / "raw"
@@ -199,9 +221,11 @@ def _load_kind(kind: str, path: Path, split: int, options: dict) -> GraphData:
         from gnnscale.data.ogb import load_ogb as loader
     elif kind == "scipy":
         from gnnscale.data.scipy_io import load_scipy as loader
+    elif kind == "converted":
+        from gnnscale.data.converted import open_converted as loader
     else:  # pragma: no cover - detect_format only returns the kinds above
         raise AssertionError(kind)
-    if kind == "planetoid":
+    if kind in ("planetoid", "converted"):
         options = {k: v for k, v in options.items() if k != "name"}  # prefix comes from files
     try:
         return _call(loader, f"the {kind} loader", {"split": split, **options}, path)
