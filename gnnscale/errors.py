@@ -14,6 +14,15 @@ class DataError(GnnscaleError):
     """A dataset file or graph array is missing, malformed or inconsistent."""
 
 
+class DatasetNotFoundError(DataError):
+    """A named dataset is not under the data root. ``where`` says what was looked for; the
+    message ends with how to point Python at the data (entry points say it their own way)."""
+
+    def __init__(self, where: str):
+        super().__init__(f"{where}; pass root= to load_dataset or set GNNSCALE_DATA_ROOT")
+        self.where = where
+
+
 class UsageError(GnnscaleError):
     """A command-line option or API argument has an impossible value."""
 

@@ -281,8 +281,9 @@ def read_part(store_dir, part: int, expected_num_parts: int | None = None) -> di
     num_parts = manifest["partition"]["num_parts"]
     if expected_num_parts is not None and expected_num_parts != num_parts:
         raise PartitionError(
-            f"store {store_dir} has {num_parts} parts but {expected_num_parts} ranks were "
-            f"started; run with {num_parts} ranks or re-partition")
+            f"store {store_dir} has {num_parts} parts but {expected_num_parts} "
+            f"{'rank was' if expected_num_parts == 1 else 'ranks were'} started; run with "
+            f"{num_parts} ranks or re-partition")
     if isinstance(part, bool) or not isinstance(part, (int, np.integer)) \
             or not 0 <= part < num_parts:
         raise PartitionError(f"part {part!r} is out of range for a store of {num_parts} parts")

@@ -240,8 +240,13 @@ def add_training_arguments(parser, default_dataset: str = "sbm",
 def load_graph(args):
     """Load the dataset the shared data arguments name."""
     from ..data import load_dataset
+    from ..errors import DataError, DatasetNotFoundError
 
     options = dict(args.dataset_option or [])
     if args.num_nodes:
         options["num_nodes"] = args.num_nodes
-    return load_dataset(args.dataset, root=args.data_root, split=args.split, **options)
+    try:
+        return load_dataset(args.dataset, root=args.data_root, split=args.split, **options)
+    except DatasetNotFoundError as exc:  # say it in the command line's words
+        raise DataError(f"{exc.where}; pass --data-root DIR or set GNNSCALE_DATA_ROOT") \
+            from None

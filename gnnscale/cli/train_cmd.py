@@ -30,9 +30,18 @@ def add_parser(subparsers) -> None:
     p.set_defaults(func=run, check=check_arguments)
 
 
+MAX_EPOCHS_VARIABLE = "GNNSCALE_MAX_EPOCHS"
+
+
 def check_arguments(args) -> None:
-    """Option combinations that cannot work, refused before anything is loaded."""
+    """Option combinations that cannot work, refused before anything is loaded; applies
+    ``$GNNSCALE_MAX_EPOCHS``."""
     check_build_arguments(args)
+    cap = os.environ.get(MAX_EPOCHS_VARIABLE)
+    if cap:  # a smoke test of a job script: every train command stops after `cap` epochs
+        if not cap.isdigit() or int(cap) < 1:
+            raise UsageError(f"{MAX_EPOCHS_VARIABLE}={cap!r} must be a positive integer")
+        args.epochs_asked, args.epochs = args.epochs, min(args.epochs, int(cap))
     if args.checkpoint_every is not None and not args.checkpoint_dir:
         raise UsageError(f"--checkpoint-every {args.checkpoint_every} needs --checkpoint-dir "
                          f"(where to write the checkpoints)")
@@ -54,6 +63,9 @@ def run(args) -> int:
     trainer, header, metric = build_trainer(args, comm)
     resumed_from = _maybe_resume(trainer, args, comm)
     say(header)
+    if getattr(args, "epochs_asked", args.epochs) != args.epochs:
+        say(f"{MAX_EPOCHS_VARIABLE}={os.environ[MAX_EPOCHS_VARIABLE]}: training {args.epochs} "
+            f"of the {args.epochs_asked} epochs asked for")
     if args.metric is None and metric == "auc":
         say("binary task: the best epoch is picked by validation ROC AUC (accuracy is "
             "reported too; --metric acc picks by accuracy)")

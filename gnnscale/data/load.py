@@ -8,7 +8,7 @@ from pathlib import Path
 
 from gnnscale.data.graph_data import GraphData
 from gnnscale.data.npz import npz_keys
-from gnnscale.errors import DataError
+from gnnscale.errors import DataError, DatasetNotFoundError
 
 # Known names -> (loader kind, candidate locations under the data root, first existing wins).
 _FILE_DATASETS = {
@@ -84,8 +84,8 @@ def load_dataset(name_or_path, root=None, *, split: int = 0, **options) -> Graph
             if _exists(path):
                 return _load_kind(kind, path, split, {"name": key, **options})
         looked = ", ".join(str(root / c) for c in candidates)
-        raise DataError(f"dataset {key!r} not found under data root {root} (looked for {looked}); "
-                        "pass root= / --data-root or set GNNSCALE_DATA_ROOT")
+        raise DatasetNotFoundError(f"dataset {key!r} not found under data root {root} (looked "
+                                   f"for {looked})")
     path = Path(text).expanduser()
     if not _exists(path) and _exists(root / text):
         path = root / text
