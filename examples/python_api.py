@@ -1,8 +1,8 @@
 """Train and predict from Python with the command line's options; the same file runs on 1 or N
 ranks.
 
-    python examples/python_api.py --dataset cora --data-root DATASETS
-    mpirun -n 4 python examples/python_api.py --dataset cora --data-root DATASETS --epochs 100
+    python examples/python_api.py --dataset cora --data-root datasets
+    mpirun -n 4 python examples/python_api.py --dataset cora --epochs 100 --halo-dtype bfloat16
 
 The options are `gnnscale train`'s own (model, optimisation, distribution); `build_trainer`
 loads the graph, partitions it over the ranks (or reads a partition store with --partitions),
@@ -12,13 +12,11 @@ the README.
 """
 
 import argparse
-import os
 import sys
-from pathlib import Path
 
 import numpy as np
 
-from gnnscale.cli.arguments import DEFAULT_DATA_ROOT, add_training_arguments
+from gnnscale.cli.arguments import add_training_arguments
 from gnnscale.cli.build import build_trainer
 from gnnscale.comm import init
 from gnnscale.engine import gather_predictions
@@ -26,17 +24,9 @@ from gnnscale.errors import GnnscaleError
 from partitioning import PartitionError
 
 
-def default_data_root() -> str:
-    """$GNNSCALE_DATA_ROOT if set, else the datasets shipped beside this example."""
-    shipped = Path(__file__).resolve().parents[1] / "datasets"
-    if "GNNSCALE_DATA_ROOT" not in os.environ and shipped.is_dir():
-        return str(shipped)
-    return DEFAULT_DATA_ROOT
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_training_arguments(parser, default_dataset="cora", default_root=default_data_root())
+    add_training_arguments(parser, default_dataset="cora")
     parser.add_argument("--metric", default=None, choices=("acc", "f1", "auc"),
                         help="metric that picks the best epoch (default: auc for binary "
                              "tasks, acc otherwise)")

@@ -15,12 +15,14 @@ class DataError(GnnscaleError):
 
 
 class DatasetNotFoundError(DataError):
-    """A named dataset is not under the data root. ``where`` says what was looked for; the
-    message ends with how to point Python at the data (entry points say it their own way)."""
+    """A named dataset is not under the data root. ``where`` says what was looked for and
+    ``download`` how to download it (None for a name that cannot be downloaded); without it
+    the message says how to point Python at the data (entry points say it their own way)."""
 
-    def __init__(self, where: str):
-        super().__init__(f"{where}; pass root= to load_dataset or set GNNSCALE_DATA_ROOT")
-        self.where = where
+    def __init__(self, where: str, download: str | None = None):
+        super().__init__(f"{where}; "
+                         f"{download or 'pass root= to load_dataset or set GNNSCALE_DATA_ROOT'}")
+        self.where, self.download = where, download
 
 
 class UsageError(GnnscaleError):

@@ -41,6 +41,23 @@ def _transpose(indptr, indices, num_nodes, out_indptr, out_dst, out_eid, edge_id
             cursor[u] += 1
 
 
+def is_sorted_simple_rows(indptr, indices) -> bool:
+    """Whether every row is strictly increasing (sorted, no duplicates) and holds no self loop."""
+    return bool(_sorted_simple(indptr, indices))
+
+
+@numba.njit(cache=True)
+def _sorted_simple(indptr, indices):
+    for v in range(indptr.shape[0] - 1):
+        previous = -1
+        for j in range(indptr[v], indptr[v + 1]):
+            u = indices[j]
+            if u <= previous or u == v:
+                return False
+            previous = u
+    return True
+
+
 def csr_destinations(indptr, num_edges):
     """int64 ``[E]``: destination node of every edge of a CSR-by-destination graph."""
     return np.repeat(np.arange(indptr.shape[0] - 1, dtype=np.int64), np.diff(indptr))

@@ -109,7 +109,7 @@ class PartViewBuilder:
     A part's halo needs only its own rows; its send lists are the other parts' requests of its
     rows. :meth:`view` without ``requests`` takes them from :meth:`halos` (every part's halo,
     one pass over all edges, kept for later views); a distributed caller that knows them from an
-    exchange passes them instead (see ``gnnscale.engine.mapped_problem``).
+    exchange passes them instead (``LocalProblem.from_graph_data`` does).
     """
 
     def __init__(self, graph, node_parts: np.ndarray, num_parts: int | None = None, *,

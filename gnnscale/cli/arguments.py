@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 
-DEFAULT_DATA_ROOT = os.environ.get("GNNSCALE_DATA_ROOT", "./data")
 DEFAULT_CHECKPOINT_EVERY = 10
 
 
@@ -85,15 +83,19 @@ def key_value(text: str) -> tuple[str, object]:
     return key, tuple(value) if isinstance(value, list) else value
 
 
-def add_dataset_arguments(parser, default_dataset: str = "sbm",
-                          default_root: str = DEFAULT_DATA_ROOT) -> None:
+def add_dataset_arguments(parser, default_dataset: str = "sbm") -> None:
     """``--dataset``, ``--data-root``, ``--num-nodes``, ``--split``, ``--dataset-option``."""
     data = parser.add_argument_group("data")
     data.add_argument("--dataset", default=default_dataset,
                       help="dataset name (cora, citeseer, tolokers, facebook-combined, sbm, rmat, "
                            "...) or a path to a dataset file or folder")
-    data.add_argument("--data-root", default=default_root,
-                      help="folder holding named datasets ($GNNSCALE_DATA_ROOT)")
+    data.add_argument("--data-root", default=None,
+                      help="folder holding named datasets (default $GNNSCALE_DATA_ROOT, else "
+                           "./data; a name not found there is read from the repository's "
+                           "datasets/ when gnnscale runs from a checkout that ships it)")
+    data.add_argument("--download", action="store_true",
+                      help="download a registered dataset (`gnnscale datasets list`) into "
+                           "the data root when it is not there")
     data.add_argument("--num-nodes", type=positive_int, default=None,
                       help="size of a generated graph (sbm, rmat); default: the generator's own")
     data.add_argument("--split", type=int, default=0,
@@ -228,17 +230,16 @@ def add_output_arguments(parser) -> None:
 
 
 def add_training_arguments(parser, default_dataset: str = "sbm",
-                           default_root: str = DEFAULT_DATA_ROOT,
                            default_epochs: int = 200) -> None:
     """Every option of ``gnnscale train`` that :func:`build_trainer` reads."""
-    add_dataset_arguments(parser, default_dataset, default_root)
+    add_dataset_arguments(parser, default_dataset)
     add_model_arguments(parser)
     add_optimisation_arguments(parser, default_epochs)
     add_distribution_arguments(parser)
 
 
 def load_graph(args):
-    """Load the dataset the shared data arguments name."""
+    """Load the dataset the shared data arguments name (downloading it with ``--download``)."""
     from ..data import load_dataset
     from ..errors import DataError, DatasetNotFoundError
 
@@ -246,7 +247,30 @@ def load_graph(args):
     if args.num_nodes:
         options["num_nodes"] = args.num_nodes
     try:
-        return load_dataset(args.dataset, root=args.data_root, split=args.split, **options)
+        return load_dataset(args.dataset, root=data_root_for(args), split=args.split, **options)
     except DatasetNotFoundError as exc:  # say it in the command line's words
-        raise DataError(f"{exc.where}; pass --data-root DIR or set GNNSCALE_DATA_ROOT") \
-            from None
+        hint = exc.download or "pass --data-root DIR or set GNNSCALE_DATA_ROOT"
+        raise DataError(f"{exc.where}; {hint}") from None
+
+
+def data_root_for(args):
+    """The data root to read ``args.dataset`` from.
+
+    ``--data-root`` when given; else ``$GNNSCALE_DATA_ROOT`` or ``./data``, unless the name is
+    not there but in the ``datasets/`` folder of the checkout gnnscale runs from. With
+    ``--download``, a registered name missing from the data root is downloaded into it first.
+    """
+    from ..data.download import download_dataset
+    from ..data.load import default_root, find_dataset
+    from ..data.registry import registered, shipped_root
+
+    name = str(args.dataset)
+    root = args.data_root if args.data_root is not None else default_root()
+    if find_dataset(name, root) is not None:
+        return root
+    shipped = shipped_root()
+    if args.data_root is None and shipped is not None and find_dataset(name, shipped):
+        return shipped
+    if getattr(args, "download", False) and registered(name) is not None:
+        download_dataset(name, root)
+    return root

@@ -84,12 +84,8 @@ def build_trainer(args, comm) -> BuiltTrainer:
 def _configure_halo_plan(plan, args) -> None:
     """Overlap, message dtype and the simulated network of ``--no-overlap``, ``--halo-dtype``
     and ``--simulate-network``."""
-    plan.overlap = not args.no_overlap
-    plan.message_dtype = getattr(torch, args.halo_dtype)
-    if args.simulate_network is not None:
-        from ..graph.staleness_netsim import SlowNetwork
-
-        plan.comm = SlowNetwork(plan.comm, *args.simulate_network)
+    plan.configure(overlap=not args.no_overlap, message_dtype=getattr(torch, args.halo_dtype),
+                   simulate_network=args.simulate_network)
 
 
 def _device(name: str) -> torch.device:
@@ -109,7 +105,7 @@ def _problem_in_memory(args, comm, device):
     the assignment; each rank then reads only its own rows."""
     from partitioning import make_partitioner, part_summary
 
-    from ..engine.mapped_problem import problem_from_shared_graph
+    from ..engine import LocalProblem
     from .partition_cmd import balance_targets
     from .shared_graph import load_shared_graph
 
@@ -135,7 +131,7 @@ def _problem_in_memory(args, comm, device):
         parts = torch.from_numpy(partition.node_parts.astype(np.int64)) if comm.rank == 0 \
             else torch.empty(data.num_nodes, dtype=torch.int64)
         node_parts = comm.broadcast(parts, root=0).numpy()
-        problem = problem_from_shared_graph(data, node_parts, comm, device=device)
+        problem = LocalProblem.from_graph_data(data, node_parts, comm, device=device)
     header = ""
     if comm.rank == 0:
         summary = part_summary(data, partition) if comm.size > 1 else None

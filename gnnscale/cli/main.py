@@ -1,4 +1,5 @@
-"""``gnnscale`` command line: ``train``, ``partition``, ``convert``, ``tune``, ``info``, ``plot``."""
+"""``gnnscale`` command line: ``train``, ``partition``, ``convert``, ``tune``, ``info``, ``plot``,
+``datasets``."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from .common import OneLineParser, formatter, run_entry_point, user_error_types
 
 # Sub-commands live one per module; each exposes add_parser(subparsers) and run(args).
 SUBCOMMAND_MODULES = ("train_cmd", "partition_cmd", "convert_cmd", "tune_cmd", "info_cmd",
-                      "plot_cmd")
+                      "plot_cmd", "datasets_cmd")
 
 
 def build_parser() -> OneLineParser:

@@ -41,10 +41,9 @@ def load_shared_graph(args, comm):
     if comm.size == 1:
         with agreed_failure(comm):
             return load_graph(args)
-    folder = _converted_folder(args)
-    if folder is not None:
+    if _converted_folder(args) is not None:  # every rank maps it (options checked as usual)
         with agreed_failure(comm):
-            return open_converted(folder, split=args.split)
+            return load_graph(args)
     hosts = comm.allgather_object(socket.gethostname())
     leader = hosts.index(hosts[comm.rank])  # lowest rank on this host
     outcome = None  # leader: the temporary folder, or the error message

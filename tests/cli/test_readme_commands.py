@@ -1,11 +1,15 @@
 """Every ```sh block of README.md, and its Python example, run as written in a fresh copy of the
 repository, the way a new user follows the README.
 
-The copy holds the repository's files (tracked and new, not ignored ones) with the project's
-`.venv` linked in. What is substituted, and only this:
-- ``/path/to/datasets`` (the README's placeholder for the user's data) -> the datasets folder;
+The copy holds the repository's files (tracked and new, not ignored ones, the shipped
+``datasets/`` among them) with the project's `.venv` linked in. What is substituted, and only
+this:
+- ``/path/to/datasets`` (the README's placeholder for the user's data) -> the shipped datasets;
 - ``mpirun -n 64`` (the cluster example) -> ``mpirun -n 2``: this machine is not a cluster;
 - ``make test`` -> ``make -n test`` (a dry run: the suite cannot run itself from inside);
+- commands that download (``datasets download``, ``--download``) are left out: this machine has
+  no internet (tests/data and tests/cli/test_cli_datasets.py test downloading against a local
+  server);
 and the environment has ``GNNSCALE_MAX_EPOCHS=2`` (README: smoke tests), Open MPI's variables for
 running as root and oversubscribing (README: On a cluster), and a ``hosts`` file naming this
 machine for the cluster example. Every command must exit 0, and the outputs the README names
@@ -49,16 +53,17 @@ def fresh_copy(target: Path) -> Path:
             (target / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target / name)  # mtimes kept: make sees .venv up to date
     (target / ".venv").symlink_to(REPO_ROOT / ".venv")
-    if not (target / "datasets").exists():  # where the README's relative data paths point
-        (target / "datasets").symlink_to(DATASETS_ROOT)
     (target / "hosts").write_text("localhost slots=64\n")
     return target
 
 
-def substituted(block: str) -> str:
+def substituted(block: str) -> tuple[str, list[str]]:
+    """The block with the substitutions made and download commands left out, and those."""
     for old, new in SUBSTITUTIONS:
         block = block.replace(old, new)
-    return block
+    commands = re.split(r"(?<!\\)\n", block)  # one command per line, with its continuations
+    downloads = [c for c in commands if re.search(r"datasets download|--download\b", c)]
+    return "\n".join(c for c in commands if c not in downloads), downloads
 
 
 def test_readme_has_the_blocks_this_test_runs():
@@ -75,8 +80,11 @@ def test_every_readme_command_block_runs_as_written(tmp_path, datasets_root):
     env.pop("OMP_NUM_THREADS")  # as a user's shell: the commands set what they need
     env.pop("PYTHONPATH", None)
     failures = []
+    left_out = []
     for number, block in enumerate(readme_blocks("sh"), 1):
-        script = "set -eo pipefail\n" + substituted(block)
+        commands, downloads = substituted(block)
+        left_out += downloads
+        script = "set -eo pipefail\n" + commands
         done = run_command(["bash", "-c", script], timeout=900, env=env, cwd=repo)
         if done.returncode != 0:
             failures.append(f"block {number} exited {done.returncode}:\n{block}\n"
@@ -86,6 +94,7 @@ def test_every_readme_command_block_runs_as_written(tmp_path, datasets_root):
         if done.returncode != 0:
             failures.append(f"python block {number}:\n{done.stderr[-3000:]}")
     assert not failures, "\n\n".join(failures)
+    assert all("download" in command for command in left_out)
 
     for output in ("runs/metrics.jsonl", "runs/cora-ckpt/latest.pt", "runs/cora.jsonl",
                    "runs/cora.png", "runs/cora-predictions.npz", "plots/cora.png",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from mpi_launch import REPO_ROOT, mpi_env
 
-FAIL_FAST_S = 30.0  # every rank gone within 30 s of the fault
+FAIL_FAST_S = 30.0  # the promised bound: every rank gone within 30 s of the fault
 
 
 def last_epoch(path) -> int:
