@@ -37,8 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .atomic_files import (fsync_dir, install_folder, sha256_file, temp_folder_beside,
-                           write_synced)
+from .atomic_files import (fsync_dir, install_folder, read_manifest_file, sha256_file,
+                           temp_folder_beside, write_synced)
 from .base import Partition
 from .errors import PartitionError
 from .graph import as_csr_graph
@@ -234,19 +234,8 @@ def read_manifest(store_dir) -> dict:
     path = Path(store_dir) / MANIFEST
     if not Path(store_dir).is_dir():
         raise PartitionError(f"partition store {store_dir} does not exist")
-    if not path.is_file():
-        raise PartitionError(f"{path} is missing: {store_dir} is not a partition store")
-    try:
-        manifest = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise PartitionError(f"{path} is unreadable or not valid JSON: {exc}") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise PartitionError(f"{path} is not a {FORMAT} manifest")
-    version = manifest.get("format_version")
-    if version != FORMAT_VERSION:
-        raise PartitionError(
-            f"{path} has format_version {version!r}, this code reads version {FORMAT_VERSION}; "
-            "re-create the store with `gnnscale partition`")
+    manifest = read_manifest_file(path, FORMAT, FORMAT_VERSION, PartitionError,
+                                  "gnnscale partition")
     for key in ("graph", "partition", "files", "parts"):
         if key not in manifest:
             raise PartitionError(f"{path} lacks the {key!r} entry")

@@ -152,9 +152,10 @@ def add_distribution_arguments(parser) -> None:
     dist.add_argument("--partitioner", default="metis", choices=sorted(PARTITIONERS),
                       help="how to split the graph over the ranks")
     dist.add_argument("--balance", default=None, metavar="TARGETS",
-                      help="metis only: comma-separated balance targets from nodes, edges, "
-                           "train; default: METIS's own (nodes). On power-law graphs use "
-                           "nodes,edges: node balance alone can give one part most edges")
+                      help="metis, kaminpar: comma-separated balance targets from nodes, "
+                           "edges, train; default: the partitioner's own (nodes). On "
+                           "power-law graphs use nodes,edges: node balance alone can give one "
+                           "part most edges")
     dist.add_argument("--partitions", default=None, metavar="DIR",
                       help="train from a partition store written by `gnnscale partition` "
                            "(each rank reads only its part; --dataset is then ignored)")
@@ -254,23 +255,30 @@ def load_graph(args):
 
 
 def data_root_for(args):
-    """The data root to read ``args.dataset`` from.
-
-    ``--data-root`` when given; else ``$GNNSCALE_DATA_ROOT`` or ``./data``, unless the name is
-    not there but in the ``datasets/`` folder of the checkout gnnscale runs from. With
-    ``--download``, a registered name missing from the data root is downloaded into it first.
-    """
+    """The data root to read ``args.dataset`` from (see :func:`resolve_data_root`); with
+    ``--download``, a registered name missing from it is downloaded into it first."""
     from ..data.download import download_dataset
-    from ..data.load import default_root, find_dataset
-    from ..data.registry import registered, shipped_root
+    from ..data.load import find_dataset
+    from ..data.registry import registered
 
+    root = resolve_data_root(args)
+    if getattr(args, "download", False) and registered(str(args.dataset)) is not None and \
+            find_dataset(str(args.dataset), root) is None:
+        download_dataset(str(args.dataset), root)
+    return root
+
+
+def resolve_data_root(args):
+    """``--data-root`` when given; else ``$GNNSCALE_DATA_ROOT`` or ``./data``, unless the named
+    dataset is not there but in the ``datasets/`` folder of the checkout gnnscale runs from."""
+    from ..data.load import default_root, find_dataset
+    from ..data.registry import shipped_root
+
+    if args.data_root is not None:
+        return args.data_root
+    root, shipped = default_root(), shipped_root()
     name = str(args.dataset)
-    root = args.data_root if args.data_root is not None else default_root()
-    if find_dataset(name, root) is not None:
-        return root
-    shipped = shipped_root()
-    if args.data_root is None and shipped is not None and find_dataset(name, shipped):
+    if find_dataset(name, root) is None and shipped is not None and \
+            find_dataset(name, shipped) is not None:
         return shipped
-    if getattr(args, "download", False) and registered(name) is not None:
-        download_dataset(name, root)
     return root

@@ -31,8 +31,9 @@ def check_build_arguments(args) -> None:
     if getattr(args, "partitions", None) and args.balance is not None:
         raise UsageError(f"--balance does not apply to --partitions {args.partitions}: the "
                          f"store is partitioned already (gnnscale partition --balance)")
-    if args.balance is not None and args.partitioner != "metis":
-        raise UsageError(f"--balance applies to --partitioner metis, not {args.partitioner!r}")
+    from .partition_cmd import balance_params
+
+    balance_params(args.balance, args.partitioner, "--partitioner")
 
 
 def default_metric(metric: str | None, num_classes: int) -> str:
@@ -106,7 +107,7 @@ def _problem_in_memory(args, comm, device):
     from partitioning import make_partitioner, part_summary
 
     from ..engine import LocalProblem
-    from .partition_cmd import balance_targets
+    from .partition_cmd import balance_params
     from .shared_graph import load_shared_graph
 
     data = load_shared_graph(args, comm)
@@ -114,9 +115,7 @@ def _problem_in_memory(args, comm, device):
         if comm.size > data.num_nodes:
             raise UsageError(f"{comm.size} ranks but the graph has only {data.num_nodes} nodes; "
                              f"launch at most {data.num_nodes} ranks")
-        params = {}
-        if args.balance is not None:
-            params["balance"] = balance_targets(args.balance)
+        params = balance_params(args.balance, args.partitioner, "--partitioner")
         partitioner = make_partitioner(args.partitioner, num_parts=comm.size, seed=args.seed,
                                        **params)
     partition = None

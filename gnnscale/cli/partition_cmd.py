@@ -2,20 +2,36 @@
 
 from __future__ import annotations
 
+from ..errors import UsageError
 from .arguments import add_dataset_arguments, key_value, load_graph, positive_int
 from .common import formatter, say
 
 def balance_targets(text: str) -> tuple:
-    """``--balance nodes,edges`` -> ``("nodes", "edges")`` (METIS's ``balance`` parameter)."""
+    """``--balance nodes,edges`` -> ``("nodes", "edges")`` (the ``balance`` parameter)."""
     return tuple(b.strip() for b in text.split(",") if b.strip())
+
+
+def balance_methods() -> list[str]:
+    """Registry names of the partitioners that take a ``balance`` parameter."""
+    from partitioning import PARTITIONERS
+
+    return sorted(name for name, cls in PARTITIONERS.items() if "balance" in cls.defaults)
+
+
+def balance_params(balance, method: str, option: str) -> dict:
+    """``{"balance": targets}`` for ``--balance`` (empty when not given); refuses a method
+    without balance targets, naming ``option`` (``--method`` or ``--partitioner``)."""
+    if balance is None:
+        return {}
+    if method not in balance_methods():
+        raise UsageError(f"--balance applies to {option} {' or '.join(balance_methods())}, "
+                         f"not {method!r}")
+    return {"balance": balance_targets(balance)}
 
 
 def method_params(args) -> dict:
     """Partitioner keyword parameters from ``--param`` and ``--balance``."""
-    params = dict(args.param or [])
-    if getattr(args, "balance", None):
-        params["balance"] = balance_targets(args.balance)
-    return params
+    return {**dict(args.param or []), **balance_params(args.balance, args.method, "--method")}
 
 
 def add_parser(subparsers) -> None:
@@ -33,14 +49,15 @@ def add_parser(subparsers) -> None:
     add_dataset_arguments(p)
     part = p.add_argument_group("partitioning")
     part.add_argument("--method", default="metis", choices=sorted(PARTITIONERS),
-                      help="partitioner (edge cut: random, block, metis, ldg, fennel; vertex "
-                           "cut: libra, hdrf)")
+                      help="partitioner (edge cut: random, block, metis, kaminpar, ldg, "
+                           "fennel; vertex cut: libra, hdrf)")
     part.add_argument("--parts", type=positive_int, required=True,
                       help="number of parts (= MPI ranks that will train on the store)")
     part.add_argument("--seed", type=int, default=0, help="partitioner seed")
     part.add_argument("--balance", default=None,
-                      help="metis only: comma-separated balance targets from nodes, edges, "
-                           "train (e.g. nodes,edges,train); default: the method's own (nodes)")
+                      help="metis, kaminpar: comma-separated balance targets from nodes, "
+                           "edges, train (e.g. nodes,edges,train); default: the method's own "
+                           "(nodes)")
     part.add_argument("--param", type=key_value, action="append", default=None,
                       metavar="KEY=VALUE",
                       help="extra partitioner parameter, repeatable (e.g. slack=1.05, "

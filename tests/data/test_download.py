@@ -90,6 +90,7 @@ def test_cora_is_installed_as_the_shipped_copy_and_not_fetched_twice(tmp_path, m
     served = len(mirror.requests)
     assert download_dataset("cora", root, base_url=mirror.url) == folder
     assert len(mirror.requests) == served  # installed: no network at all
+    assert not (root / STAGING / "cora").exists()
 
 
 @pytest.mark.parametrize("name", ["citeseer", "tolokers", "minesweeper", "email-enron",
