@@ -63,6 +63,7 @@ def parse_args(argv=None):
     parser.add_argument("--hidden", type=int, default=256, help="hidden width (3 layers)")
     parser.add_argument("--keep", action="store_true", help="keep the rmat24 folders")
     parser.add_argument("--partitioner", default="metis", help="for the rmat21-inmemory step")
+    parser.add_argument("--balance", default=None, help="balance targets (rmat21-inmemory)")
     parser.add_argument("--memory-limit-gib", type=float, default=None,
                         help="run each command in a cgroup (v1 memory controller) with this "
                              "limit, so a run that does not fit is killed alone instead of "
@@ -209,15 +210,16 @@ def step_rmat21_train(args, work: Path) -> dict:
 
 def step_rmat21_inmemory(args, work: Path) -> dict:
     graph = work / "rmat21"
+    balance = ["--balance", args.balance] if args.balance else []
     runs = {"ranks_4": train_run(4, ["--dataset", str(graph), "--partitioner",
-                                     args.partitioner], "gcn", 2, work / "mem4.jsonl",
+                                     args.partitioner, *balance], "gcn", 2, work / "mem4.jsonl",
                                  layers=2, hidden=args.hidden),
             "one_process": train_run(None, ["--dataset", str(graph)], "gcn", 2,
                                      work / "mem1.jsonl", layers=2, hidden=args.hidden)}
     one = runs["one_process"]["peak_rss_bytes"]
     ranks = [r["peak_rss_mb"] * 2**20 for r in runs["ranks_4"]["per_rank"]]
     runs["config"] = {"model": "gcn", "layers": 2, "hidden": args.hidden,
-                      "partitioner": args.partitioner}
+                      "partitioner": args.partitioner, "balance": args.balance}
     runs["ratios"] = {"max_rank_over_one_process": max(ranks) / one,
                       "sum_over_one_process": sum(ranks) / one}
     print(json.dumps(runs["ratios"]), flush=True)
@@ -261,10 +263,12 @@ def main() -> None:
     result.update(started=started, loadavg_end=os.getloadavg(), cpus=os.cpu_count())
     out = Path(args.out)
     report = json.loads(out.read_text()) if out.exists() else {"benchmark": "large_graphs"}
-    report[args.step] = result
+    key = args.step if args.step != "rmat21-inmemory" else \
+        f"{args.step}/{args.partitioner}/{args.balance or 'nodes'}"
+    report[key] = result
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=1))
-    print(f"wrote {out} [{args.step}]")
+    print(f"wrote {out} [{key}]")
 
 
 if __name__ == "__main__":

@@ -186,8 +186,21 @@ def _remove_folders(created: list[Path]) -> None:
 
 def _write_files(tmp: Path, graph, g, partition: Partition, x, y, masks, extra,
                  on_part=None, builder=None) -> dict:
-    if partition.kind == "edge_cut" and builder is None:  # its halos serve summary and parts
-        builder = PartViewBuilder.for_graph(graph, partition.node_parts, partition.num_parts)
+    own_builder = partition.kind == "edge_cut" and builder is None
+    if own_builder:  # its halos serve the summary and the parts
+        builder = PartViewBuilder.for_graph(graph, partition.node_parts, partition.num_parts,
+                                            spill_dir=tmp)
+    try:
+        if builder is not None and x is not None:
+            builder.spill_rows("x", x)
+        return _write_parts(tmp, graph, g, partition, x, y, masks, extra, on_part, builder)
+    finally:
+        if own_builder:
+            builder.close()
+
+
+def _write_parts(tmp: Path, graph, g, partition: Partition, x, y, masks, extra, on_part,
+                 builder) -> dict:
     # the original object for the summary: it may carry a train_mask
     summary = part_summary(graph, partition, builder=builder)
     files = {"node_parts": write_synced(tmp / NODE_PARTS,

@@ -76,10 +76,12 @@ def add_parser(subparsers) -> None:
 def run(args) -> int:
     """Partition, print the quality table, write the store. Returns the exit code."""
     from partitioning import format_summary_table, make_partitioner, part_summary
-    from partitioning.local_view import PartViewBuilder
-    from partitioning.store import check_target, write_store
+    from pathlib import Path
 
-    from .resource_use import Stopwatch, part_progress
+    from partitioning.local_view import PartViewBuilder
+    from partitioning.store import check_target
+
+    from .resource_use import Stopwatch
 
     clock = Stopwatch()
     check_target(args.out, args.overwrite)  # fail before the long work, write nothing
@@ -92,22 +94,37 @@ def run(args) -> int:
     row_bytes = args.feature_bytes or 4 * max(data.num_features, 1)
     builder = None
     if partition.kind == "edge_cut":  # its halos serve the table and the store
-        builder = PartViewBuilder.for_graph(data, partition.node_parts, partition.num_parts)
-    say(format_summary_table(part_summary(data, partition, feature_bytes_per_row=row_bytes,
-                                          builder=builder)))
-    masks = {"train": data.train_mask, "val": data.val_mask, "test": data.test_mask}
-    bar = part_progress(args.parts, "writing parts")
+        spill_dir = Path(args.out).absolute().parent  # same file system as the store
+        spill_dir.mkdir(parents=True, exist_ok=True)
+        builder = PartViewBuilder.for_graph(data, partition.node_parts, partition.num_parts,
+                                            spill_dir=spill_dir)
     try:
-        manifest = write_store(args.out, data, partition, x=data.x, y=data.y, masks=masks,
-                               extra_meta={"dataset": data.name, "split": args.split,
-                                           "num_classes": data.num_classes},
-                               overwrite=args.overwrite, on_part=lambda _part: bar.update(1),
-                               builder=builder)
+        say(format_summary_table(part_summary(data, partition, feature_bytes_per_row=row_bytes,
+                                              builder=builder)))
+        manifest = _write(args, data, partition, builder)
     finally:
-        bar.close()
+        if builder is not None:
+            builder.close()
     size = sum(e["bytes"] for e in manifest["parts"]) + sum(
         e["bytes"] for e in manifest["files"].values())
     say(f"wrote {args.out}: {args.parts} parts, {size / 2**20:,.1f} MiB "
         f"(run: mpirun -n {args.parts} gnnscale train --partitions {args.out})")
     say(f"done in {clock.report()}")
     return 0
+
+
+def _write(args, data, partition, builder):
+    from partitioning.store import write_store
+
+    from .resource_use import part_progress
+
+    masks = {"train": data.train_mask, "val": data.val_mask, "test": data.test_mask}
+    bar = part_progress(args.parts, "writing parts")
+    try:
+        return write_store(args.out, data, partition, x=data.x, y=data.y, masks=masks,
+                           extra_meta={"dataset": data.name, "split": args.split,
+                                       "num_classes": data.num_classes},
+                           overwrite=args.overwrite, on_part=lambda _part: bar.update(1),
+                           builder=builder)
+    finally:
+        bar.close()
