@@ -19,7 +19,7 @@ EARLY_ERRORS = [
     (["--checkpoint-every", "2"], ["--checkpoint-every 2 needs --checkpoint-dir"]),
     (["--resume"], ["--resume needs --checkpoint-dir"]),
     (["--partitions", "/no/store", "--balance", "nodes,edges"], ["--balance does not apply"]),
-    (["--partitioner", "ldg", "--balance", "nodes"], ["--balance applies to --partitioner metis"]),
+    (["--partitioner", "ldg", "--balance", "nodes"], ["--balance applies to --partitioner", "not 'ldg'"]),
 ]
 
 

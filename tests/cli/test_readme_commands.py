@@ -74,6 +74,11 @@ def test_readme_has_the_blocks_this_test_runs():
 
 
 def test_every_readme_command_block_runs_as_written(tmp_path, datasets_root):
+    # `make demo` in the copy shares this .venv: if it is out of date, make would reinstall
+    # gnnscale from the copy (which this test then deletes), so refuse instead
+    if subprocess.run(["make", "-q", ".venv/.installed"], cwd=REPO_ROOT).returncode != 0:
+        pytest.fail("the project's .venv is older than pyproject.toml/constraints.txt: run "
+                    "`make venv` first")
     repo = fresh_copy(tmp_path / "gnnscale")
     env = mpi_env({**SMOKE_ENV, "PATH": f"{REPO_ROOT / '.venv' / 'bin'}{os.pathsep}"
                                        f"{os.environ['PATH']}"})
