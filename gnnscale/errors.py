@@ -14,6 +14,17 @@ class DataError(GnnscaleError):
     """A dataset file or graph array is missing, malformed or inconsistent."""
 
 
+class DatasetNotFoundError(DataError):
+    """A named dataset is not under the data root. ``where`` says what was looked for and
+    ``download`` how to download it (None for a name that cannot be downloaded); without it
+    the message says how to point Python at the data (entry points say it their own way)."""
+
+    def __init__(self, where: str, download: str | None = None):
+        super().__init__(f"{where}; "
+                         f"{download or 'pass root= to load_dataset or set GNNSCALE_DATA_ROOT'}")
+        self.where, self.download = where, download
+
+
 class UsageError(GnnscaleError):
     """A command-line option or API argument has an impossible value."""
 

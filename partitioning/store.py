@@ -21,9 +21,11 @@ local nodes ``owned + mirror``), ``edge_ids`` (positions of those edges in the g
 (masters first; training reads the masters' rows, mirrors get theirs from the master), ``y``
 and masks for the owned rows.
 
-Writes are atomic: everything goes into a temporary directory beside the target, each file is
-fsynced, the manifest is written last, and the directory is renamed into place; on any failure
-the temporary directory is removed and nothing is left at the target.
+Writes are atomic: missing parent folders are created, everything goes into a temporary
+directory beside the target, each file is fsynced, the manifest is written last, and the
+directory is renamed into place; on any failure the temporary directory and the parent folders
+this write created are removed and nothing is left at the target. The store gets the
+permissions of the user's umask, like any other file or folder the user creates.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ MANIFEST = "manifest.json"
 NODE_PARTS = "node_parts.npy"
 
 __all__ = ["FORMAT_VERSION", "write_store", "read_part", "read_manifest", "validate_store",
-           "part_file_name", "check_target"]
+           "part_file_name", "check_target", "check_creatable", "make_parents"]
 
 
 def part_file_name(part: int) -> str:
@@ -72,16 +74,36 @@ def _check_rows(name: str, array, num_nodes: int) -> np.ndarray | None:
     return array
 
 
+def check_creatable(folder, what: str) -> Path:
+    """Refuse a ``folder`` that cannot be created (or written, if it exists): the nearest
+    existing folder on its path must be a writable folder. Creates nothing; returns that
+    nearest existing folder. ``what`` names the output in the message (e.g. ``"store x"``)."""
+    folder = Path(folder).absolute()
+    existing = next(p for p in (folder, *folder.parents) if p.exists())
+    if not existing.is_dir():
+        raise PartitionError(f"cannot write {what}: {existing} is a file, not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise PartitionError(f"cannot write {what}: folder {existing} is not writable")
+    return existing
+
+
+def make_parents(folder) -> list[Path]:
+    """Create ``folder`` and its missing parents (modes from the umask); returns the folders
+    created, outermost first, so a failed write can remove them again."""
+    folder = Path(folder).absolute()
+    missing = [p for p in (folder, *folder.parents) if not p.exists()][::-1]
+    for path in missing:
+        path.mkdir(exist_ok=True)
+    return missing
+
+
 def check_target(out_dir, overwrite: bool = False) -> Path:
-    """Refuse a store target that cannot be written (missing or unwritable parent, existing
-    folder without ``overwrite``, a non-store folder); return the parent. Cheap: call it before
-    long work so a bad ``--out`` fails at once."""
+    """Refuse a store target that cannot be written (a parent that cannot be created or is not
+    writable, an existing folder without ``overwrite``, a non-store folder); return the parent.
+    Cheap and creates nothing: call it before long work so a bad ``--out`` fails at once."""
     out_dir = Path(out_dir).absolute()
     parent = out_dir.parent
-    if not parent.is_dir():
-        raise PartitionError(f"cannot write store {out_dir}: parent folder {parent} does not exist")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise PartitionError(f"cannot write store {out_dir}: folder {parent} is not writable")
+    check_creatable(parent, f"store {out_dir}")
     if out_dir.exists() and not overwrite:
         raise PartitionError(
             f"store folder {out_dir} already exists; remove it or pass overwrite=True "
@@ -97,7 +119,7 @@ def write_store(out_dir, graph, partition: Partition, x=None, y=None, masks=None
     """Write ``partition`` of ``graph`` (with optional node data) as a store at ``out_dir``.
 
     Args:
-        out_dir: target folder; its parent must exist and be writable. It must not exist unless
+        out_dir: target folder; missing parent folders are created. It must not exist unless
             ``overwrite`` (then it must be a store, and it is replaced atomically).
         graph: anything :func:`as_csr_graph` accepts.
         partition: an edge-cut or vertex-cut :class:`Partition` of ``graph``.
@@ -132,21 +154,34 @@ def write_store(out_dir, graph, partition: Partition, x=None, y=None, masks=None
     except (TypeError, ValueError) as exc:
         raise PartitionError(f"extra_meta is not JSON-serialisable: {exc}") from None
 
+    created = []
     try:
-        tmp = temp_folder_beside(out_dir)
+        created = make_parents(parent)
+        tmp = temp_folder_beside(out_dir)  # mode from the umask, like the folders above
     except OSError as exc:
+        _remove_folders(created)
         raise PartitionError(f"cannot write store {out_dir}: {exc.strerror}") from None
     try:
         manifest = _write_files(tmp, graph, g, partition, x, y, masks, extra, on_part, builder)
         install_folder(tmp, out_dir)
     except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        _remove_folders(created)
         if isinstance(exc, OSError):
             raise PartitionError(
                 f"writing store {out_dir} failed: {exc.strerror or exc} "
                 f"({exc.filename or tmp})") from None
         raise
     return manifest
+
+
+def _remove_folders(created: list[Path]) -> None:
+    """Remove the (empty) parent folders a failed write created, innermost first."""
+    for path in reversed(created):
+        try:
+            path.rmdir()
+        except OSError:
+            break
 
 
 def _write_files(tmp: Path, graph, g, partition: Partition, x, y, masks, extra,
@@ -248,8 +283,9 @@ def read_part(store_dir, part: int, expected_num_parts: int | None = None) -> di
     num_parts = manifest["partition"]["num_parts"]
     if expected_num_parts is not None and expected_num_parts != num_parts:
         raise PartitionError(
-            f"store {store_dir} has {num_parts} parts but {expected_num_parts} ranks were "
-            f"started; run with {num_parts} ranks or re-partition")
+            f"store {store_dir} has {num_parts} parts but {expected_num_parts} "
+            f"{'rank was' if expected_num_parts == 1 else 'ranks were'} started; run with "
+            f"{num_parts} ranks or re-partition")
     if isinstance(part, bool) or not isinstance(part, (int, np.integer)) \
             or not 0 <= part < num_parts:
         raise PartitionError(f"part {part!r} is out of range for a store of {num_parts} parts")

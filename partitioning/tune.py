@@ -156,32 +156,53 @@ def _json_default(value):
     raise TypeError(f"not JSON-serialisable: {type(value).__name__}")
 
 
+_STYLES = [("o", "-"), ("s", "--"), ("^", "-."), ("D", ":"), ("v", "-"), ("P", "--"),
+           ("X", "-."), ("*", ":")]
+
+
 def plot_sweep(rows: list[dict], path) -> None:
-    """PNG vs parts: predicted epoch time, max halo bytes per exchange, and (when the rows have
-    it) the predicted peak memory of the largest rank."""
+    """PNG against the part count: predicted epoch time in ms, the largest part's halo volume
+    per exchange and (when the rows have it) the predicted peak memory of the largest rank.
+    Each method has its own marker and line style (hollow markers, slightly dodged sideways) so
+    methods with equal values stay visible."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, NullFormatter
 
-    panels = [("predicted_epoch_s", "predicted epoch time", "seconds"),
-              ("halo_bytes_max", "communication (largest part)", "halo bytes / exchange")]
+    panels = [("predicted_epoch_s", 1e3, "predicted epoch time", "ms per epoch"),
+              ("halo_bytes_max", 1 / 2**10, "communication (largest part)",
+               "halo KiB per exchange")]
     if all("predicted_peak_memory_bytes" in r for r in rows):
-        panels.append(("predicted_peak_memory_bytes", "peak memory (largest rank)", "bytes"))
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.2))
-    for method in dict.fromkeys(r["method"] for r in rows):
+        panels.append(("predicted_peak_memory_bytes", 1 / 2**20, "peak memory (largest rank)",
+                       "MiB"))
+    fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.4))
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    all_parts = sorted({r["parts"] for r in rows})
+    for i, method in enumerate(methods):
         mine = sorted((r for r in rows if r["method"] == method), key=lambda r: r["parts"])
-        parts = [r["parts"] for r in mine]
-        for ax, (key, _, _) in zip(axes, panels):
-            ax.plot(parts, [max(r[key], 1e-9) for r in mine], marker="o", label=method)
-    for ax, (_, title, ylabel) in zip(axes, panels):
+        dodge = 2 ** (0.04 * (i - (len(methods) - 1) / 2))  # a few % apart on the log axis
+        parts = [r["parts"] * dodge for r in mine]
+        marker, line = _STYLES[i % len(_STYLES)]
+        style = dict(marker=marker, linestyle=line, markerfacecolor="none", markersize=7,
+                     linewidth=1.4, label=method)
+        for ax, (key, scale, _, _) in zip(axes, panels):
+            ax.plot(parts, [max(r[key], 1e-6) * scale for r in mine], **style)
+    plain = FuncFormatter(lambda value, _: f"{value:g}")
+    for ax, (_, _, title, ylabel) in zip(axes, panels):
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
+        ax.set_xticks(all_parts)
+        ax.xaxis.set_major_formatter(plain)
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.yaxis.set_major_formatter(plain)
+        ax.yaxis.set_minor_formatter(plain)
         ax.set_xlabel("parts")
         ax.set_ylabel(ylabel)
         ax.set_title(title)
         ax.grid(True, which="both", alpha=0.3)
-    axes[0].legend()
+    axes[0].legend(fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -1,9 +1,17 @@
-"""Argument types and the dataset options shared by ``train``, ``partition`` and ``tune``."""
+"""Argument types and option groups shared by the sub-commands and by Python scripts.
+
+``train`` is assembled from the groups below (data, model, optimisation, distribution,
+evaluation and checkpoints, output); a script that wants the same options (as
+``examples/python_api.py`` does) adds the same groups to its own parser and hands the parsed
+namespace to :func:`gnnscale.cli.build.build_trainer`.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+
+DEFAULT_CHECKPOINT_EVERY = 10
 
 
 def positive_int(text: str) -> int:
@@ -15,6 +23,51 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
     return value
+
+
+def non_negative_float(text: str) -> float:
+    """argparse type: a finite number >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
+    return value
+
+
+def probability(text: str) -> float:
+    """argparse type: a dropout probability in [0, 1)."""
+    value = non_negative_float(text)
+    if value >= 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text}")
+    return value
+
+
+def staleness_policy(text: str) -> str:
+    """argparse type: a staleness policy name that :func:`make_policy` accepts."""
+    from ..graph.staleness import make_policy
+
+    try:
+        make_policy(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def simulated_network(text: str) -> tuple[float, float]:
+    """argparse type: ``LATENCY_US,GBIT_PER_S`` -> (latency in s, bandwidth in bytes/s)."""
+    parts = text.split(",")
+    try:
+        latency_us, gbits = (float(p) for p in parts) if len(parts) == 2 else (None, None)
+    except ValueError:
+        latency_us = gbits = None
+    if latency_us is None or not latency_us >= 0 or not gbits > 0 \
+            or float("inf") in (latency_us, gbits):
+        raise argparse.ArgumentTypeError(
+            f"expected LATENCY_US,GBIT_PER_S with latency >= 0 and bandwidth > 0 (e.g. 50,10), "
+            f"got {text!r}")
+    return latency_us * 1e-6, gbits * 1e9 / 8
 
 
 def key_value(text: str) -> tuple[str, object]:
@@ -30,10 +83,10 @@ def key_value(text: str) -> tuple[str, object]:
     return key, tuple(value) if isinstance(value, list) else value
 
 
-def add_dataset_arguments(parser) -> None:
+def add_dataset_arguments(parser, default_dataset: str = "sbm") -> None:
     """``--dataset``, ``--data-root``, ``--num-nodes``, ``--split``, ``--dataset-option``."""
     data = parser.add_argument_group("data")
-    data.add_argument("--dataset", default="sbm",
+    data.add_argument("--dataset", default=default_dataset,
                       help="dataset name (cora, citeseer, tolokers, facebook-combined, sbm, rmat, "
                            "...) or a path to a dataset file or folder")
     data.add_argument("--data-root", default=None,
@@ -44,8 +97,7 @@ def add_dataset_arguments(parser) -> None:
                       help="download a registered dataset (`gnnscale datasets list`) into "
                            "the data root when it is not there")
     data.add_argument("--num-nodes", type=positive_int, default=None,
-                      help="size of a generated graph (sbm, rmat); None means the generator's "
-                           "default")
+                      help="size of a generated graph (sbm, rmat); default: the generator's own")
     data.add_argument("--split", type=int, default=0,
                       help="which split to use where a dataset ships several")
     data.add_argument("--dataset-option", type=key_value, action="append", default=None,
@@ -54,14 +106,152 @@ def add_dataset_arguments(parser) -> None:
                            "num_features=128, scheme=time for OGB)")
 
 
+def add_model_arguments(parser) -> None:
+    """The GNN: layer type, depth, width, dropout, attention heads, norms."""
+    from ..nn import MODEL_NAMES
+
+    model = parser.add_argument_group("model")
+    model.add_argument("--model", default="gcn", choices=MODEL_NAMES, help="layer type")
+    model.add_argument("--layers", type=positive_int, default=2, help="number of graph layers")
+    model.add_argument("--hidden", type=positive_int, default=16, help="hidden width")
+    model.add_argument("--dropout", type=probability, default=0.5, help="dropout probability")
+    model.add_argument("--heads", type=positive_int, default=8,
+                       help="attention heads of hidden gat/gatv2 layers")
+    model.add_argument("--out-heads", type=positive_int, default=1,
+                       help="attention heads of the last gat/gatv2 layer (averaged)")
+    model.add_argument("--attn-dropout", type=probability, default=0.0,
+                       help="dropout on attention coefficients (gat/gatv2)")
+    model.add_argument("--residual", action="store_true", help="skip connections")
+    model.add_argument("--norm", default=None, choices=("batch", "layer", "layer-graph"),
+                       help="normalisation after hidden layers (statistics over the whole "
+                            "graph); default: none")
+    model.add_argument("--activation", default="relu", choices=("relu", "elu", "gelu"),
+                       help="activation after hidden layers")
+    model.add_argument("--train-eps", action="store_true", help="learn GIN's epsilon")
+
+
+def add_optimisation_arguments(parser, default_epochs: int = 200) -> None:
+    """Adam's learning rate and weight decay, the number of epochs, the seed."""
+    optim = parser.add_argument_group("optimisation")
+    optim.add_argument("--lr", type=non_negative_float, default=0.01, help="Adam learning rate")
+    optim.add_argument("--weight-decay", type=non_negative_float, default=5e-4,
+                       help="Adam weight decay")
+    optim.add_argument("--epochs", type=positive_int, default=default_epochs,
+                       help="training epochs")
+    optim.add_argument("--seed", type=int, default=0,
+                       help="seed for weights, partitioning and (with the rank) dropout")
+
+
+def add_distribution_arguments(parser) -> None:
+    """How the graph is split over the ranks and how the ranks exchange halos."""
+    from partitioning import PARTITIONERS
+
+    from ..comm import BACKENDS
+
+    dist = parser.add_argument_group("distribution")
+    dist.add_argument("--partitioner", default="metis", choices=sorted(PARTITIONERS),
+                      help="how to split the graph over the ranks")
+    dist.add_argument("--balance", default=None, metavar="TARGETS",
+                      help="metis, kaminpar: comma-separated balance targets from nodes, "
+                           "edges, train; default: the partitioner's own (nodes). On "
+                           "power-law graphs use nodes,edges: node balance alone can give one "
+                           "part most edges")
+    dist.add_argument("--partitions", default=None, metavar="DIR",
+                      help="train from a partition store written by `gnnscale partition` "
+                           "(each rank reads only its part; --dataset is then ignored)")
+    dist.add_argument("--backend", default="auto", choices=BACKENDS,
+                      help="communication backend")
+    dist.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
+                      help="where each rank computes (cuda: rank i uses GPU i mod GPUs on its "
+                           "host; across ranks use --backend torch, whose NCCL moves GPU "
+                           "tensors)")
+    dist.add_argument("--halo-dtype", default="float32", choices=("float32", "bfloat16"),
+                      help="dtype of halo rows and halo gradients on the wire (bfloat16 halves "
+                           "the bytes; results are then no longer bit-exact)")
+    dist.add_argument("--compute-dtype", default="float32", choices=("float32", "bfloat16"),
+                      help="bfloat16: dense transforms under autocast (float32 accumulation, "
+                           "loss, weights and optimiser state)")
+    dist.add_argument("--staleness", default="exact", type=staleness_policy, metavar="POLICY",
+                      help="when halos are fetched in training: exact, pipelined[:GAMMA] "
+                           "(PipeGCN, one epoch stale, optional smoothing), delayed:R "
+                           "(DistGNN cd-R), local (DistGNN 0c); evaluation is always exact")
+    dist.add_argument("--no-overlap", action="store_true",
+                      help="wait for each halo exchange before computing (for measuring)")
+    dist.add_argument("--simulate-network", type=simulated_network, default=None,
+                      metavar="LATENCY_US,GBIT_PER_S",
+                      help="SIMULATION for measuring: every halo exchange completes no earlier "
+                           "than latency + bytes / bandwidth after it was posted (e.g. 50,10 "
+                           "for 10 Gb/s Ethernet); the real exchange still runs underneath")
+    dist.add_argument("--threads", type=positive_int, default=None,
+                      help="torch threads per rank; default: cores / ranks on this host")
+
+
+def add_evaluation_arguments(parser) -> None:
+    """The metric that picks the best epoch, early stopping, checkpoints, predictions."""
+    run_opts = parser.add_argument_group("evaluation and checkpoints")
+    run_opts.add_argument("--metric", default=None, choices=("acc", "f1", "auc"),
+                          help="metric that picks the best epoch and drives early stopping "
+                               "(f1: macro-F1; auc: ROC AUC, binary tasks only); default: auc "
+                               "for binary tasks (where one class may dominate), acc "
+                               "otherwise; accuracy is always reported")
+    run_opts.add_argument("--early-stop", type=positive_int, default=None, metavar="PATIENCE",
+                          help="stop when the validation metric has not improved for "
+                               "PATIENCE epochs")
+    run_opts.add_argument("--checkpoint-dir", default=None, metavar="DIR",
+                          help="write DIR/latest.pt (model, optimiser, epoch, every rank's "
+                               "random state, the epoch records) atomically; DIR is created")
+    run_opts.add_argument("--checkpoint-every", type=positive_int, default=None, metavar="N",
+                          help=f"epochs between checkpoints (needs --checkpoint-dir); default: "
+                               f"{DEFAULT_CHECKPOINT_EVERY}, and always after the last epoch")
+    run_opts.add_argument("--resume", action="store_true",
+                          help="continue from --checkpoint-dir's latest.pt (same ranks; losses, "
+                               "metrics file and summary continue exactly); with no checkpoint "
+                               "there yet, say so and start at epoch 1")
+    run_opts.add_argument("--predictions-out", default=None, metavar="PATH",
+                          help="after training write every node's logits and prediction")
+    run_opts.add_argument("--predictions-layout", default="gathered",
+                          choices=("gathered", "per-part"),
+                          help="one .npz gathered on rank 0, or a folder with one per rank")
+
+
+def add_output_arguments(parser) -> None:
+    """Metrics file, console lines, progress bar, profiling, plot."""
+    out = parser.add_argument_group("output")
+    out.add_argument("--metrics-out", default=None, metavar="FILE",
+                     help="write JSON lines: one per epoch, then a summary line")
+    out.add_argument("--log-every", type=positive_int, default=None, metavar="N",
+                     help="print an epoch line every N epochs; default: about 10 lines")
+    out.add_argument("--no-progress", action="store_true",
+                     help="no progress bar (there is one only when stderr is a terminal)")
+    out.add_argument("--profile", action="store_true",
+                     help="measure per rank: compute, whole vs exposed halo exchange, overlap "
+                          "fraction, bytes sent, peak memory; print a table, add to metrics")
+    out.add_argument("--plot", default=None, metavar="PNG",
+                     help="write loss/metric curves and the per-rank time breakdown")
+
+
+def add_training_arguments(parser, default_dataset: str = "sbm",
+                           default_epochs: int = 200) -> None:
+    """Every option of ``gnnscale train`` that :func:`build_trainer` reads."""
+    add_dataset_arguments(parser, default_dataset)
+    add_model_arguments(parser)
+    add_optimisation_arguments(parser, default_epochs)
+    add_distribution_arguments(parser)
+
+
 def load_graph(args):
     """Load the dataset the shared data arguments name (downloading it with ``--download``)."""
     from ..data import load_dataset
+    from ..errors import DataError, DatasetNotFoundError
 
     options = dict(args.dataset_option or [])
     if args.num_nodes:
         options["num_nodes"] = args.num_nodes
-    return load_dataset(args.dataset, root=data_root_for(args), split=args.split, **options)
+    try:
+        return load_dataset(args.dataset, root=data_root_for(args), split=args.split, **options)
+    except DatasetNotFoundError as exc:  # say it in the command line's words
+        hint = exc.download or "pass --data-root DIR or set GNNSCALE_DATA_ROOT"
+        raise DataError(f"{exc.where}; {hint}") from None
 
 
 def data_root_for(args):

@@ -37,8 +37,21 @@ class OneLineParser(argparse.ArgumentParser):
         sys.exit(EXIT_USAGE)
 
 
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Appends ``(default: X)`` to an option's help only where X tells something: not for
+    required options, switches, options whose help states the default in words, or None."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if action.required or any(action.default is v for v in (None, False, argparse.SUPPRESS)) \
+                or "default:" in text:
+            return text
+        return super()._get_help_string(action)
+
+
 def formatter(prog):
-    return argparse.ArgumentDefaultsHelpFormatter(prog, max_help_position=32)
+    """The help formatter of every gnnscale command."""
+    return _HelpFormatter(prog, max_help_position=32)
 
 
 def say(*args, **kwargs) -> None:

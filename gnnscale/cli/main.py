@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-from .common import OneLineParser, formatter, run_entry_point
+from .common import OneLineParser, formatter, run_entry_point, user_error_types
 
 # Sub-commands live one per module; each exposes add_parser(subparsers) and run(args).
 SUBCOMMAND_MODULES = ("train_cmd", "partition_cmd", "convert_cmd", "tune_cmd", "plan_cmd",
@@ -17,6 +17,7 @@ def build_parser() -> OneLineParser:
     """The top-level parser with every available sub-command registered."""
     parser = OneLineParser(prog="gnnscale", formatter_class=formatter,
                            description="Full-batch distributed GNN training over MPI.")
+    parser.add_argument("--version", action="version", version=f"gnnscale {_version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND",
                                        parser_class=OneLineParser)
     subparsers.required = True
@@ -28,12 +29,29 @@ def build_parser() -> OneLineParser:
                 continue  # that sub-command is not part of this build
             raise
         module.add_parser(subparsers)
+    parser.commands = subparsers.choices
     return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("gnnscale")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "(not installed)"
 
 
 def main(argv=None) -> int:
     """Entry point of the ``gnnscale`` console script."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    check = getattr(args, "check", None)
+    if check is not None:  # option combinations, refused before anything is loaded
+        try:
+            check(args)
+        except user_error_types() as exc:
+            parser.commands[args.command].error(str(exc))
     return run_entry_point(args.func, args)
 
 

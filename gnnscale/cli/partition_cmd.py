@@ -57,7 +57,7 @@ def add_parser(subparsers) -> None:
     part.add_argument("--seed", type=int, default=0, help="partitioner seed")
     part.add_argument("--balance", default=None,
                       help="metis, kaminpar: comma-separated balance targets from nodes, "
-                           "edges, train (e.g. nodes,edges,train); None means the method's own "
+                           "edges, train (e.g. nodes,edges,train); default: the method's own "
                            "(nodes)")
     part.add_argument("--param", type=key_value, action="append", default=None,
                       metavar="KEY=VALUE",
@@ -65,11 +65,11 @@ def add_parser(subparsers) -> None:
                            "passes=3, imbalance=0.05)")
     out = p.add_argument_group("output")
     out.add_argument("--out", required=True, metavar="DIR",
-                     help="store folder to create; its parent must exist")
+                     help="store folder to create (with its parent folders)")
     out.add_argument("--overwrite", action="store_true",
                      help="replace an existing store at --out (atomically) instead of refusing")
     out.add_argument("--feature-bytes", type=positive_int, default=None,
-                     help="bytes per feature row for the halo-volume report; None means "
+                     help="bytes per feature row for the halo-volume report; default: "
                           "4 x the dataset's feature width")
     memory_check.add_memory_plan_argument(part)
     p.set_defaults(func=run)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..engine.metrics import TIME_PARTS
 from ..errors import DataError
 from .common import formatter, say
+from .report import EPOCH_PARTS
 
 
 def add_parser(subparsers) -> None:
@@ -50,7 +50,7 @@ def plot_records(records: list[dict], out_path) -> Path:
 
     epochs = [r for r in records if not r.get("summary")]
     summary = next((r for r in reversed(records) if r.get("summary")), None)
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.2))
     x = [r["epoch"] for r in epochs]
     axes[0].plot(x, [r["loss"] for r in epochs], color="tab:red")
     axes[0].set(title="training loss", xlabel="epoch", ylabel="loss")
@@ -63,19 +63,7 @@ def plot_records(records: list[dict], out_path) -> Path:
     axes[1].legend(fontsize=8)
     ranks = (summary or {}).get("per_rank") or []
     if ranks:
-        bottom = [0.0] * len(ranks)
-        for key in TIME_PARTS:
-            if key == "halo_wait_s" or key not in ranks[0]:
-                continue  # halo wait is part of forward/backward: drawn as a hatch below
-            heights = [r[key] * 1e3 for r in ranks]
-            axes[2].bar([r["rank"] for r in ranks], heights, bottom=bottom,
-                        label=key.replace("_s", ""))
-            bottom = [b + h for b, h in zip(bottom, heights)]
-        axes[2].bar([r["rank"] for r in ranks], [r.get("halo_wait_s", 0) * 1e3 for r in ranks],
-                    fill=False, hatch="//", label="of which halo wait")
-        axes[2].set(title="where an epoch's time went", xlabel="rank", ylabel="ms",
-                    xticks=[r["rank"] for r in ranks])
-        axes[2].legend(fontsize=7)
+        _plot_time_parts(axes[2], ranks)
     else:
         axes[2].set_axis_off()
         axes[2].text(0.5, 0.5, "no summary line: run finished early?", ha="center")
@@ -85,6 +73,23 @@ def plot_records(records: list[dict], out_path) -> Path:
     fig.savefig(out_path, dpi=110)
     plt.close(fig)
     return out_path
+
+
+def _plot_time_parts(ax, ranks: list[dict]) -> None:
+    """Stacked bars per rank of the parts an epoch's time splits into, in the order (bottom
+    up) and with the names of the printed table; the legend sits beside the axes."""
+    positions = [r["rank"] for r in ranks]
+    bottom = [0.0] * len(ranks)
+    for key, label in EPOCH_PARTS:
+        if key not in ranks[0]:
+            continue
+        heights = [r[key] * 1e3 for r in ranks]
+        ax.bar(positions, heights, bottom=bottom, label=label, width=0.6)
+        bottom = [b + h for b, h in zip(bottom, heights)]
+    ax.set(title="where an epoch's time went", xlabel="rank", ylabel="ms", xticks=positions)
+    handles, labels = ax.get_legend_handles_labels()
+    ax.legend(handles[::-1], labels[::-1], fontsize=8, loc="upper left",
+              bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)  # top of the stack first
 
 
 def run(args) -> int:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from ..engine.metrics import TIME_PARTS
-
 MIN_COLUMN = 10  # characters of a per-rank column, right-aligned
-_LABELS = {"forward_s": "forward (incl. halo)", "backward_s": "backward (incl. halo)",
-           "halo_wait_s": "  of which halo wait",
-           "grad_allreduce_s": "  of which grad. sync",
-           "optimizer_s": "optimiser step", "eval_s": "evaluation"}
+# The parts an epoch's time splits into, in the order the table lists them and the plot
+# stacks them (bottom up): forward + backward = compute + halo wait + exposed gradient sync.
+EPOCH_PARTS = (("compute_s", "compute (fwd + bwd)"), ("halo_wait_s", "halo wait"),
+               ("grad_allreduce_s", "grad. sync wait"), ("optimizer_s", "optimiser step"),
+               ("eval_s", "evaluation"))
 
 
 def format_header(description: str, args, num_ranks: int, method: str,
@@ -36,8 +35,8 @@ def format_time_table(final: dict) -> str:
            f"{final['mean_epoch_time_s'] * 1e3:.1f} ms, total {final['total_time_s']:.2f} s",
            "", "where an epoch's time went (ms, mean over epochs after the first):"]
     ranks = final.get("per_rank") or [dict(rank=0, **final["mean_time_breakdown_s"])]
-    rows = [(_LABELS[key], [f"{r[key] * 1e3:.2f}" for r in ranks])
-            for key in TIME_PARTS if key in ranks[0]]
+    rows = [(label, [f"{r[key] * 1e3:.2f}" for r in ranks])
+            for key, label in EPOCH_PARTS if key in ranks[0]]
     if "owned" in ranks[0]:
         rows.append(("owned / halo nodes", [f"{r['owned']}/{r['halo']}" for r in ranks]))
     out.extend(per_rank_table(ranks, rows, label_width=24))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import resource
-import sys
 import time
 
 
@@ -37,17 +36,6 @@ def part_progress(total: int, description: str):
 
 
 def _bar(total: int, description: str, **options):
-    if not sys.stderr.isatty():
-        return _NoBar()
-    from tqdm import tqdm
+    from .progress import progress_bar
 
-    return tqdm(total=total, desc=description, file=sys.stderr, leave=False,
-                dynamic_ncols=True, **options)
-
-
-class _NoBar:
-    def update(self, _n=1) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
+    return progress_bar(total, description, **options)

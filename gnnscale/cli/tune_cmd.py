@@ -4,12 +4,12 @@ cluster, recommend one and say why."""
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from .common import formatter, say
+from .progress import progress_bar
 from .arguments import add_dataset_arguments, load_graph, positive_int
-from .train_cmd import _simulated_network
+from .arguments import simulated_network as _simulated_network
 
 DEFAULT_METHODS = "random,metis,ldg,fennel,libra"
 DEFAULT_PARTS = "2,4,8,16,32,64,128,256"
@@ -71,9 +71,10 @@ def add_parser(subparsers) -> None:
                             "with a 2-rank mpirun) and write PREFIX-cost-model.json")
     out = p.add_argument_group("output")
     out.add_argument("--out", default="tune", metavar="PREFIX",
-                     help="write PREFIX.json and PREFIX.png")
+                     help="write PREFIX.json and PREFIX.png (folders are created)")
     out.add_argument("--no-plot", action="store_true", help="skip the PNG")
-    out.add_argument("--no-progress", action="store_true", help="no progress bar")
+    out.add_argument("--no-progress", action="store_true",
+                     help="no progress bar (there is one only when stderr is a terminal)")
     p.set_defaults(func=run)
 
 
@@ -122,17 +123,15 @@ def cost_model_from_args(args):
 
 def run(args) -> int:
     """Sweep, print the table and the recommendation, write JSON and PNG."""
-    from tqdm import tqdm
-
     from partitioning import make_partitioner
+    from partitioning.store import check_creatable
     from partitioning.tune import (explain, format_sweep_table, plot_sweep, recommend,
                                    runners_up, score, write_json)
 
     from ..errors import UsageError
 
     prefix = Path(args.out)
-    if not prefix.absolute().parent.is_dir():
-        raise UsageError(f"--out {args.out}: folder {prefix.absolute().parent} does not exist")
+    check_creatable(prefix.absolute().parent, f"--out {args.out}")  # before the sweep
     for method in args.methods:  # unknown names fail before loading anything
         make_partitioner(method, num_parts=1)
     cost_model = cost_model_from_args(args)
@@ -154,8 +153,7 @@ def run(args) -> int:
     spec = model_spec(args, data)
     memory = memory_factory(args, data, spec)
     total = len(args.methods) * len(args.parts)
-    bar = tqdm(total=total, desc="tune", unit="run", file=sys.stderr,
-               disable=args.no_progress, leave=False, dynamic_ncols=True)
+    bar = progress_bar(total, "tune", "run", args.no_progress)
     rows = []
     try:
         for method in args.methods:
@@ -182,6 +180,7 @@ def run(args) -> int:
         say(f"  best at {p:>4} parts: {r['method']:<8} {r['predicted_epoch_s'] * 1e3:9.2f} ms "
             f"({r['bound']}-bound)")
     json_path = prefix.with_name(prefix.name + ".json")
+    prefix.absolute().parent.mkdir(parents=True, exist_ok=True)
     write_json(json_path, rows, cost_model,
                extra={"dataset": data.name, "model": spec.__dict__,
                       "cluster": describe_cluster(args), "seed": args.seed})

@@ -10,7 +10,7 @@ from gnnscale.data.graph_data import GraphData
 from gnnscale.data.npz import npz_keys
 from gnnscale.data.ogb_binary import is_ogb_binary
 from gnnscale.data.pyg_npz import is_pyg_npz
-from gnnscale.errors import DataError
+from gnnscale.errors import DataError, DatasetNotFoundError
 
 # Known names -> (loader kind, candidate locations under the data root, first existing wins).
 _FILE_DATASETS = {
@@ -85,11 +85,12 @@ def load_dataset(name_or_path, root=None, *, split: int = 0, **options) -> Graph
         path = find_dataset(key, root)
         if path is not None:
             return _load_kind(_FILE_DATASETS[key][0], path, split, {"name": key, **options})
-        from gnnscale.data.registry import how_to_get
+        from gnnscale.data.registry import how_to_get, registered
 
         looked = ", ".join(str(root / c) for c in _candidates(key))
-        raise DataError(f"dataset {key!r} not found under data root {root} (looked for {looked}); "
-                        f"{how_to_get(key, root)}")
+        raise DatasetNotFoundError(f"dataset {key!r} not found under data root {root} (looked "
+                                   f"for {looked})",
+                                   how_to_get(key, root) if registered(key) else None)
     path = Path(text).expanduser()
     if not _exists(path) and _exists(root / text):
         path = root / text

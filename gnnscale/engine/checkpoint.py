@@ -1,4 +1,5 @@
-"""Checkpoints: model, optimiser, epoch and every rank's random state, written atomically.
+"""Checkpoints: model, optimiser, epoch, every rank's random state and the epoch records,
+written atomically.
 
 A checkpoint is one file written by rank 0 (model and optimiser are identical on every rank; the
 per-rank random states are gathered into it). The payload is saved with ``torch.save``, then a
@@ -21,7 +22,7 @@ import torch
 from ..errors import GnnscaleError
 
 FORMAT = "gnnscale-checkpoint"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the epoch records (history) travel with the state
 LATEST = "latest.pt"
 
 
@@ -67,7 +68,7 @@ def save_checkpoint(trainer, directory, keep_epoch_copy: bool = False) -> Path |
     if trainer.comm.rank != 0:
         return None
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
+    directory.mkdir(parents=True, exist_ok=True)  # mode from the user's umask
     blob = _encode(state)
     path = directory / LATEST
     write_atomic(path, blob)
@@ -110,11 +111,15 @@ def load_checkpoint(trainer, path) -> int:
     """Restore ``trainer`` from ``path``; returns the epoch it resumes after."""
     state = read_checkpoint(path)
     if state.get("num_ranks") != trainer.comm.size:
-        raise CheckpointError(f"checkpoint {path} was written by {state.get('num_ranks')} ranks; "
-                              f"resume it with the same number of ranks ({trainer.comm.size} "
-                              f"were started)")
+        raise CheckpointError(f"checkpoint {path} was written by {_ranks(state.get('num_ranks'))}; "
+                              f"resume it with the same number of ranks "
+                              f"({_ranks(trainer.comm.size)} started)")
     try:
         trainer.load_state_dict(state)
     except (RuntimeError, KeyError, ValueError) as exc:
         raise CheckpointError(f"checkpoint {path} does not fit this model: {exc}") from None
     return trainer.epoch
+
+
+def _ranks(count) -> str:
+    return f"{count} rank" if count == 1 else f"{count} ranks"

@@ -49,18 +49,25 @@ class EpochRecord:
 
 
 class MetricsWriter:
-    """Appends one JSON object per line to ``path``; rank 0 writes, others hold no file.
+    """Writes one JSON object per line to ``path``; rank 0 writes, others hold no file.
 
-    ``append=True`` continues an existing file (resumed runs).
+    ``start``: records the file begins with (a resumed run passes the records of the epochs
+    its checkpoint holds), written to a temporary file that then replaces ``path``, so an
+    earlier run's lines past the checkpoint, or its summary, never stay behind. The folder of
+    ``path`` is created.
     """
 
-    def __init__(self, path: str | None, comm: Communicator, append: bool = False):
+    def __init__(self, path: str | None, comm: Communicator, start=()):
         self.path = path if comm.rank == 0 else None
         self._file = None
         if self.path:
             parent = os.path.dirname(os.path.abspath(self.path))
             os.makedirs(parent, exist_ok=True)
-            self._file = open(self.path, "a" if append else "w", encoding="utf-8")
+            tmp = os.path.join(parent, f".{os.path.basename(self.path)}.tmp-{os.getpid()}")
+            with open(tmp, "w", encoding="utf-8") as handle:
+                handle.writelines(json.dumps(record) + "\n" for record in start)
+            os.replace(tmp, self.path)
+            self._file = open(self.path, "a", encoding="utf-8")
 
     def write(self, record: dict) -> None:
         if self._file:

@@ -8,6 +8,7 @@ the same step as one process on the whole graph would.
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import resource
 import time
@@ -81,6 +82,7 @@ class Trainer:
                 model, comm, bucket_mb=_bucket_mb(model), average=False,
                 broadcast_buffers=False, sync_parameters=False)
         self.epoch = 0
+        self.history: list[EpochRecord] = []  # every epoch's record, kept across resumes
         retain_freed_memory()  # reuse each epoch's activation pages (see memory.py)
         torch.manual_seed(rank_seed(seed, comm.rank))
         dropout_rng.manual_seed(rank_seed(seed, comm.rank))
@@ -193,11 +195,13 @@ class Trainer:
         self.epoch += 1
         timings["compute_s"] = max(0.0, timings["forward_s"] + timings["backward_s"]
                                    - timings["halo_wait_s"] - timings["grad_allreduce_s"])
-        return EpochRecord(epoch=self.epoch, loss=loss, train_acc=values["train_acc"],
-                           val_acc=values["val_acc"], test_acc=values["test_acc"],
-                           epoch_time_s=time.perf_counter() - start, time=timings,
-                           halo_bytes_sent=comm_stats.halo_bytes_sent, metrics=values,
-                           peak_rss_mb=peak_rss_mb(), staleness=self._staleness_report())
+        record = EpochRecord(epoch=self.epoch, loss=loss, train_acc=values["train_acc"],
+                             val_acc=values["val_acc"], test_acc=values["test_acc"],
+                             epoch_time_s=time.perf_counter() - start, time=timings,
+                             halo_bytes_sent=comm_stats.halo_bytes_sent, metrics=values,
+                             peak_rss_mb=peak_rss_mb(), staleness=self._staleness_report())
+        self.history.append(record)
+        return record
 
     def _staleness_report(self) -> dict:
         """Policy and age (epochs) of the halo values the last training step used."""
@@ -211,38 +215,52 @@ class Trainer:
         """Train until ``self.epoch == epochs``, calling ``on_epoch(record)`` after each epoch.
 
         patience: stop early once ``monitor`` (higher is better; ``loss``: lower) has not
-        improved for this many epochs. Every rank sees the same numbers, so all stop together.
+        improved for this many epochs, counting the epochs of :attr:`history` (so a resumed
+        run stops where the uninterrupted one would). Every rank sees the same numbers, so all
+        stop together. Returns the records of the epochs this call ran.
         """
         records, best, since_best = [], -math.inf, 0
         sign = -1.0 if monitor == "loss" else 1.0
-        while self.epoch < epochs:
-            record = self.run_epoch()
-            records.append(record)
-            if on_epoch is not None:
-                on_epoch(record)
+
+        def improved(record) -> bool:
+            nonlocal best, since_best
             value = sign * record.value(monitor)
             if value > best:
                 best, since_best = value, 0
             else:
                 since_best += 1
-            if patience is not None and since_best >= patience:
+            return patience is not None and since_best >= patience
+
+        stopped = [improved(record) for record in self.history]
+        if stopped and stopped[-1]:
+            return records  # a resumed run that had already stopped early
+        while self.epoch < epochs:
+            record = self.run_epoch()
+            records.append(record)
+            if on_epoch is not None:
+                on_epoch(record)
+            if improved(record):
                 break
         return records
 
     # -- checkpoint state -----------------------------------------------------------------
     def state_dict(self) -> dict:
         """Everything a resumed run needs, identical on every rank except the RNG states,
-        which are gathered from every rank (collective)."""
+        which are gathered from every rank (collective), and the epoch records (this rank's,
+        whose losses and metrics every rank shares) as plain JSON values, so a resumed run's
+        summary and metrics file cover every epoch."""
         rng = {"torch": torch.get_rng_state(), "dropout": dropout_rng.get_state()}
         return {"epoch": self.epoch, "model": self.model.state_dict(),
                 "optimizer": self.optimizer.state_dict(),
-                "rng_per_rank": self.comm.allgather_object(rng), "num_ranks": self.comm.size}
+                "rng_per_rank": self.comm.allgather_object(rng), "num_ranks": self.comm.size,
+                "history": json.loads(json.dumps([r.to_json() for r in self.history]))}
 
     def load_state_dict(self, state: dict) -> None:
         """Restore a :meth:`state_dict` saved by a job with the same number of ranks."""
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.epoch = int(state["epoch"])
+        self.history = [EpochRecord(**record) for record in state["history"]]
         rng = state["rng_per_rank"][self.comm.rank]
         torch.set_rng_state(rng["torch"])
         dropout_rng.set_state(rng["dropout"])

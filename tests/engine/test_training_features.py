@@ -9,6 +9,7 @@ import torch
 
 from gnnscale.comm import SingleCommunicator
 from gnnscale.engine import CheckpointError, evaluate_global, read_checkpoint, roc_auc
+from gnnscale.engine.checkpoint import FORMAT_VERSION
 from mpi_launch import gnnscale_cli
 
 pytestmark = pytest.mark.timeout(600)
@@ -84,7 +85,8 @@ def test_damaged_checkpoints_are_refused(tmp_path, datasets_root):
     path.write_bytes(good[:-1] + bytes([good[-1] ^ 1]))
     with pytest.raises(CheckpointError, match="truncated or altered"):
         read_checkpoint(path)
-    path.write_bytes(good.replace(b'"format_version": 1', b'"format_version": 9', 1))
+    version = f'"format_version": {FORMAT_VERSION}'.encode()
+    path.write_bytes(good.replace(version, b'"format_version": 9', 1))
     with pytest.raises(CheckpointError, match="format version 9"):
         read_checkpoint(path)
     path.write_bytes(b"not a checkpoint at all")

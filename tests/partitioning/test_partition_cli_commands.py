@@ -28,9 +28,11 @@ def test_partition_then_info(tmp_path, capsys):
 
 
 def test_partition_bad_input_exits_2_and_writes_nothing(tmp_path, capsys):
+    (tmp_path / "afile").write_text("")
     assert main(["partition", *SBM, "--parts", "2",
-                 "--out", str(tmp_path / "missing" / "s")]) == 2
-    assert "parent folder" in capsys.readouterr().err
+                 "--out", str(tmp_path / "afile" / "s")]) == 2
+    assert "is a file, not a folder" in capsys.readouterr().err
+    (tmp_path / "afile").unlink()
     assert main(["partition", *SBM, "--parts", "301", "--out", str(tmp_path / "s")]) == 2
     assert "num_parts=301 exceeds the number of nodes (300)" in capsys.readouterr().err
     assert main(["partition", *SBM, "--parts", "2", "--param", "bogus=1",

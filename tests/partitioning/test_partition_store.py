@@ -112,8 +112,10 @@ def test_wrong_rank_count_version_and_missing_store(tmp_path, graph_and_data):
 def test_bad_targets_are_refused_and_nothing_written(tmp_path, graph_and_data, monkeypatch):
     g = graph_and_data[0]
     part = make_partitioner("random", num_parts=2).fit(g)
-    with pytest.raises(PartitionError, match="parent folder .*missing.* does not exist"):
-        write_store(tmp_path / "missing" / "out", g, part)
+    (tmp_path / "afile").write_text("")
+    with pytest.raises(PartitionError, match="afile is a file, not a folder"):
+        write_store(tmp_path / "afile" / "out", g, part)
+    (tmp_path / "afile").unlink()
     write_store(tmp_path / "out", g, part)
     with pytest.raises(PartitionError, match="already exists"):
         write_store(tmp_path / "out", g, part)
@@ -144,8 +146,24 @@ def test_failure_midway_leaves_nothing(tmp_path, graph_and_data, monkeypatch):
 
     monkeypatch.setattr(np, "savez", failing_savez)
     with pytest.raises(PartitionError, match="No space left on device"):
-        write_store(tmp_path / "out", g, part, x=x)
-    assert os.listdir(tmp_path) == []
+        write_store(tmp_path / "new" / "parents" / "out", g, part, x=x)
+    assert os.listdir(tmp_path) == []  # the parent folders it created are gone too
+
+
+def test_missing_parents_are_created_and_modes_follow_the_umask(tmp_path, graph_and_data):
+    g = graph_and_data[0]
+    part = make_partitioner("random", num_parts=2).fit(g)
+    old = os.umask(0o027)
+    try:
+        write_store(tmp_path / "parts" / "deeper" / "s", g, part)
+    finally:
+        os.umask(old)
+    for folder in (tmp_path / "parts", tmp_path / "parts" / "deeper", tmp_path / "parts" /
+                   "deeper" / "s"):
+        assert folder.is_dir() and folder.stat().st_mode & 0o777 == 0o750, folder
+    for file in (tmp_path / "parts" / "deeper" / "s").iterdir():
+        assert file.stat().st_mode & 0o777 == 0o640, file
+    validate_store(tmp_path / "parts" / "deeper" / "s")
 
 
 def test_overwrite_replaces_atomically(tmp_path, graph_and_data):
