@@ -65,12 +65,12 @@ def check_plan(plan: dict, comm, what: str, ignore: bool = False) -> None:
     """Collective: refuse (UsageError on every rank) if this host cannot hold ``plan``.
 
     ``plan``: from :func:`partitioning.memory_plan.plan_memory`, one entry per rank of
-    ``comm`` (or one for a single process).
+    ``comm`` (or one for a single process, ``comm=None``: not collective).
     """
-    rank = comm.rank if len(plan["per_rank_peak"]) > 1 else 0
+    rank = comm.rank if comm is not None and len(plan["per_rank_peak"]) > 1 else 0
     need = max(0.0, float(plan["per_rank_peak"][rank]) - current_rss_bytes())
     mine = (socket.gethostname(), need, rank)
-    everyone = comm.allgather_object(mine) if comm.size > 1 else [mine]
+    everyone = comm.allgather_object(mine) if comm is not None and comm.size > 1 else [mine]
     host = mine[0]
     on_host = [(n, r) for h, n, r in everyone if h == host]
     host_need = sum(n for n, _ in on_host)
@@ -172,11 +172,9 @@ def check_partitioning(args, data) -> None:
     from partitioning.cost_model import ModelSpec
     from partitioning.memory_plan import DatasetShape, balanced_workload, plan_memory
 
-    from .. import comm as comm_module
-
     shape = DatasetShape.of(data, layout_of(args.dataset, args.data_root))
     spec = ModelSpec.build("gcn", shape.num_features, 16, shape.num_classes)
     plan = plan_memory(shape, spec, balanced_workload(shape, min(args.parts, shape.num_nodes)),
                        partition_method=args.method, mode="partition")
-    check_plan(plan, comm_module.init("single"), f"partitioning into {args.parts} parts",
+    check_plan(plan, None, f"partitioning into {args.parts} parts",
                args.ignore_memory_plan)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..errors import UsageError
 from . import memory_check
 from .arguments import add_dataset_arguments, key_value, load_graph, positive_int
+from ..comm import env_rank
 from .common import formatter, say
 
 def balance_targets(text: str) -> tuple:
@@ -90,6 +91,8 @@ def run(args) -> int:
     partitioner = make_partitioner(args.method, num_parts=args.parts, seed=args.seed,
                                    **method_params(args))
     data = load_graph(args)
+    if env_rank() != 0:  # under a launcher the store is written once, by rank 0
+        return 0
     say(f"gnnscale partition: {data.summary()}")
     memory_check.check_partitioning(args, data)
     partition = partitioner.fit(data)
