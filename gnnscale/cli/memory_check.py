@@ -128,13 +128,15 @@ def check_training(args, comm, data) -> None:
     method = args.partitioner if comm.size > 1 else None
     plan = plan_memory(shape, _spec_of(args, data), balanced_workload(shape, comm.size),
                        partition_method=method, mode="in-memory")
-    check_plan(plan, comm, f"training on {comm.size} rank(s)", args.ignore_memory_plan)
+    check_plan(plan, comm, f"training on {comm.size} rank(s)",
+               getattr(args, "ignore_memory_plan", False))
 
 
 def check_store_training(args, comm, store_dir) -> None:
     """``train --partitions``: each rank reads its own part; sizes come from the manifest."""
     plan = plan_for_store(args, store_dir, comm.size)
-    check_plan(plan, comm, f"training from {store_dir}", args.ignore_memory_plan)
+    check_plan(plan, comm, f"training from {store_dir}",
+               getattr(args, "ignore_memory_plan", False))
 
 
 def plan_for_store(args, store_dir, ranks: int) -> dict:
@@ -177,4 +179,4 @@ def check_partitioning(args, data) -> None:
     plan = plan_memory(shape, spec, balanced_workload(shape, min(args.parts, shape.num_nodes)),
                        partition_method=args.method, mode="partition")
     check_plan(plan, None, f"partitioning into {args.parts} parts",
-               args.ignore_memory_plan)
+               getattr(args, "ignore_memory_plan", False))

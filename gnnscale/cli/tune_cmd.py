@@ -148,6 +148,7 @@ def run(args) -> int:
 
         cost_model = calibrate(say=say)
         calibration = prefix.with_name(prefix.name + "-cost-model.json")
+        calibration.absolute().parent.mkdir(parents=True, exist_ok=True)
         cost_model.save(calibration)
         say(f"wrote {calibration} (reuse with --cost-model)")
     spec = model_spec(args, data)
