@@ -14,7 +14,7 @@ Recipes (``RECIPES``): ``gcn-kipf-{cora,citeseer}`` (:mod:`.kipf_gcn`),
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from typing import Callable
 
@@ -43,7 +43,7 @@ class Recipe:
     train_run: Callable
     normalise_features: bool = False
     num_splits: int = 1
-    setting: dict = field(default_factory=dict)
+    overridable: tuple = ()  # train_run keywords a shortened run may change
 
 
 KIPF = "Kipf & Welling, ICLR 2017"
@@ -69,7 +69,7 @@ def _recipes() -> dict:
     for (block, dataset), published in PLATONOV_TABLE.items():
         recipes.append(Recipe(f"platonov-{block}-{dataset}", PLATONOV, dataset, "auc", 10,
                               published, partial(platonov_residual.train_run, block),
-                              num_splits=10))
+                              num_splits=10, overridable=("hidden", "layers")))
     return {recipe.name: recipe for recipe in recipes}
 
 
@@ -116,6 +116,13 @@ def run_recipe(name: str, comm: Communicator, *, runs: int | None = None,
         raise UsageError(f"runs must be at least 1, got {count}")
     if max_epochs is not None and max_epochs < 1:
         raise UsageError(f"max_epochs must be at least 1, got {max_epochs}")
+    unknown = sorted(set(overrides) - set(recipe.overridable))
+    if unknown:
+        raise UsageError(f"recipe {name} cannot change {', '.join(unknown)}; it can change "
+                         f"{', '.join(recipe.overridable) or 'nothing but runs and max_epochs'}")
+    for key, value in overrides.items():
+        if not (isinstance(value, int) and value >= 1):
+            raise UsageError(f"{key} must be a positive integer, got {value!r}")
     limits = {} if max_epochs is None else {"max_epochs": max_epochs}
     parts, problems, records = None, {}, []
     for run in range(first_run, first_run + count):

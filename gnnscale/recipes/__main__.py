@@ -24,6 +24,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="index of the first run (its seed and split)")
     p.add_argument("--max-epochs", type=int, default=None,
                    help="cap epochs/steps per run (shortened: no longer the paper's setting)")
+    p.add_argument("--hidden", type=int, default=None,
+                   help="Platonov recipes: hidden width (shortened: not the paper's 512)")
+    p.add_argument("--layers", type=int, default=None,
+                   help="Platonov recipes: residual blocks (shortened: not the paper's 5)")
     p.add_argument("--data-root", default=None,
                    help="dataset folder (default $GNNSCALE_DATA_ROOT, else ./data)")
     p.add_argument("--threads", type=int, default=None,
@@ -53,10 +57,16 @@ def main(argv=None) -> int:
                 print(f"{name:28s} {recipe.paper:28s} {recipe.metric:4s} published {shown}, "
                       f"{recipe.runs} runs")
             return 0
+        overrides = {k: v for k, v in (("hidden", args.hidden), ("layers", args.layers))
+                     if v is not None}
         for name in args.names:
-            get_recipe(name)
+            recipe = get_recipe(name)
+            for key in overrides:
+                if key not in recipe.overridable:
+                    raise GnnscaleError(f"--{key} does not apply to recipe {name}")
         for value, option in ((args.runs, "--runs"), (args.max_epochs, "--max-epochs"),
-                              (args.threads, "--threads")):
+                              (args.threads, "--threads"), (args.hidden, "--hidden"),
+                              (args.layers, "--layers")):
             if value is not None and value < 1:
                 raise GnnscaleError(f"{option} must be at least 1, got {value}")
         if args.first_run < 0:
@@ -81,7 +91,8 @@ def main(argv=None) -> int:
                       f"{record['time_s']:.1f} s)", flush=True)
 
         result = run_recipe(name, comm, runs=args.runs, max_epochs=args.max_epochs,
-                            data_root=args.data_root, first_run=args.first_run, on_run=report)
+                            data_root=args.data_root, first_run=args.first_run, on_run=report,
+                            **overrides)
         results[name] = result
         if comm.rank == 0:
             s, pub = result["summary"], result["published"]
