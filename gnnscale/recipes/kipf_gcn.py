@@ -18,15 +18,16 @@ from torch import nn
 
 from ..engine import Trainer
 from ..nn import GCNLayer
-from ..nn.dropout import dropout as fast_dropout
 from ..nn.dropout import relu_dropout
 from .common import evaluate_with_loss
+from .sparse_input import SparseInputLinear, as_csr, sparse_dropout
 
 HIDDEN, DROPOUT, LR, WEIGHT_DECAY, EPOCHS, WINDOW = 16, 0.5, 0.01, 5e-4, 200, 10
 
 
 class KipfGCN(nn.Module):
-    """Two bias-free :class:`GCNLayer` s with ReLU, dropout before each.
+    """Two bias-free :class:`GCNLayer` s with ReLU, dropout before each; the first takes the
+    features as a sparse matrix (:mod:`.sparse_input`), as the reference code does.
 
     Shapes: x ``[num_owned, in_dim]`` -> logits ``[num_owned, out_dim]``.
     """
@@ -36,9 +37,14 @@ class KipfGCN(nn.Module):
         self.dropout = dropout
         self.layers = nn.ModuleList([GCNLayer(in_dim, hidden_dim, bias=False),
                                      GCNLayer(hidden_dim, out_dim, bias=False)])
+        if not self.layers[0].transform_first:
+            raise ValueError(f"the sparse first layer transforms first: hidden_dim "
+                             f"{hidden_dim} must be below in_dim {in_dim}")
+        self.layers[0].lin = SparseInputLinear(self.layers[0].lin)
 
     def forward(self, x, graph):
-        h = self.layers[0](fast_dropout(x, self.dropout, self.training), graph)
+        x = sparse_dropout(as_csr(x), self.dropout, self.training)
+        h = self.layers[0](x, graph)
         return self.layers[1](relu_dropout(h, self.dropout, self.training), graph)
 
 

@@ -17,25 +17,44 @@ from __future__ import annotations
 import math
 
 import torch
+from torch import nn
+from torch.nn import functional as F
 
 from ..engine import Trainer
-from ..nn import GNN
+from ..nn import GATLayer
+from ..nn.dropout import dropout as fast_dropout
 from .common import evaluate_with_loss
+from .sparse_input import SparseInputLinear, as_csr, sparse_dropout
 
 HEADS, HIDDEN, DROPOUT, LR, WEIGHT_DECAY, PATIENCE = 8, 8, 0.6, 0.005, 5e-4, 100
 MAX_EPOCHS = 100_000  # the code's nb_epochs; patience ends every run long before
 
 
-def build_model(in_dim: int, num_classes: int) -> GNN:
-    """The paper's two-layer GAT for ``num_classes`` classes."""
-    return GNN("gat", in_dim, HIDDEN, num_classes, num_layers=2, dropout=DROPOUT, heads=HEADS,
-               out_heads=1, attn_dropout=DROPOUT, activation="elu")
+class VelickovicGAT(nn.Module):
+    """The paper's two-layer GAT: :class:`GATLayer` (8 x 8, concatenated), ELU,
+    :class:`GATLayer` (1 head); dropout on each layer's input and on the attention. The first
+    layer takes the features as a sparse matrix (:mod:`.sparse_input`).
+
+    Shapes: x ``[num_owned, in_dim]`` -> logits ``[num_owned, num_classes]``.
+    """
+
+    def __init__(self, in_dim: int, num_classes: int):
+        super().__init__()
+        self.layers = nn.ModuleList([
+            GATLayer(in_dim, HIDDEN, heads=HEADS, concat=True, dropout=DROPOUT),
+            GATLayer(HEADS * HIDDEN, num_classes, heads=1, concat=False, dropout=DROPOUT)])
+        self.layers[0].lin = SparseInputLinear(self.layers[0].lin)
+
+    def forward(self, x, graph):
+        x = sparse_dropout(as_csr(x), DROPOUT, self.training)
+        h = F.elu(self.layers[0](x, graph))
+        return self.layers[1](fast_dropout(h, DROPOUT, self.training), graph)
 
 
 def train_run(problem, comm, seed: int, max_epochs: int = MAX_EPOCHS) -> dict:
     """One run; returns the kept model's test accuracy and how many epochs ran."""
     torch.manual_seed(seed)
-    model = build_model(problem.num_features, problem.num_classes)
+    model = VelickovicGAT(problem.num_features, problem.num_classes)
     trainer = Trainer(model, problem, comm, lr=LR, weight_decay=WEIGHT_DECAY, seed=seed)
     best_acc, best_loss, since, kept, epochs = 0.0, math.inf, 0, None, 0
     while epochs < max_epochs:

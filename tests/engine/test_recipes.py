@@ -3,8 +3,8 @@ misses. The full recipes are benchmarks (benchmarks/reproduce.py, README "Publis
 reproduced"); here each runs with its fixed seeds and fewer epochs or a narrower model:
 
 - GCN (Kipf & Welling) on Cora, the whole recipe, seeds 0 and 1: mean test accuracy >= 0.795
-  (published 81.5; these seeds give 81.6 and 81.3);
-- GAT (Velickovic et al.) on Cora, 100 epochs, seeds 0 and 1: >= 0.80 (83.2 and 81.8);
+  (published 81.5; these seeds give 81.8 and 81.4);
+- GAT (Velickovic et al.) on Cora, 100 epochs, seeds 0 and 1: >= 0.80 (83.8 and 81.4);
 - Platonov et al.'s residual GCN, SAGE and GAT on Minesweeper, 64 wide, 2 blocks, 100 steps,
   seed 0 on split 0: test ROC AUC >= 0.60 (75.6, 62.4, 62.9). Minesweeper's features alone say
   nothing about the label (their feature-only ResNet scores 50.9), so a block that drops the
