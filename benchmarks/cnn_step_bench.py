@@ -1,6 +1,6 @@
 """CNN training step time: gnnscale DataParallel vs torch DistributedDataParallel (gloo).
 
-Run on 2 ranks x 1 thread (the issue's setting)::
+Run on 2 ranks x 1 thread (the README's figures)::
 
     mpirun -n 2 -x OMP_NUM_THREADS=1 python benchmarks/cnn_step_bench.py
 

@@ -5,7 +5,7 @@ from the repository root:
 
     PYTHONPATH=. $(make -s dgl-env-path)/bin/python benchmarks/engine_vs_dgl.py
 
-Workload (issue 6): a seeded R-MAT graph (scale 18: 262,144 nodes, about 7.6M directed edges
+Workload (the README's engine tables): a seeded R-MAT graph (scale 18: 262,144 nodes, about 7.6M directed edges
 after symmetrising and de-duplicating; Graph500 parameters, edge factor 16), 128 random
 features, 16 classes, 2-layer GCN and GraphSAGE (mean) with 256 hidden units, dropout 0.5,
 full batch, Adam (lr 0.01, weight decay 5e-4), cross-entropy on the training nodes.

@@ -1,6 +1,6 @@
 """Partition quality on the real SNAP graphs: METIS and the streaming methods against random.
 
-For every graph in ``../shared/datasets`` (facebook-combined, email-enron, ca-astroph), every
+For every graph in the repository's ``datasets/`` (facebook-combined, email-enron, ca-astroph), every
 part count (default 2-64) and every method, records edge cut, replication factor, halo rows
 (max per part), balance and partition time. Peers in the same run give the ratios: each
 edge cut against random's, each vertex cut's replication factor against random edge
@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 from partitioning import (CSRGraph, Partition, make_partitioner, part_summary,  # noqa: E402
                           replication_factor)
 
-DATASETS = ROOT / ".." / "shared" / "datasets"
+DATASETS = ROOT / "datasets"
 GRAPHS = {
     "facebook-combined": "SNAP-facebook-combined/raw/facebook-combined.txt.gz",
     "email-enron": "SNAP-email-enron/raw/email-enron.txt.gz",

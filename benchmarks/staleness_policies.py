@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -26,7 +27,6 @@ from gnnscale.data import load_dataset
 from gnnscale.engine import LocalProblem, Trainer
 from gnnscale.engine.vertex_cut_problem import vertex_cut_problem
 from gnnscale.graph.staleness import make_policy
-from gnnscale.graph.staleness_netsim import SlowNetwork
 from gnnscale.nn import GNN
 from partitioning import make_partitioner
 
@@ -34,8 +34,8 @@ POLICIES = ("exact", "pipelined", "pipelined:0.9", "delayed:2", "delayed:4", "lo
 
 
 def load(name: str, root: str):
-    """A dataset by name, or ``rmat-<scale>``: issue 6's seeded R-MAT workload (128 random
-    features, 16 classes)."""
+    """A dataset by name, or ``rmat-<scale>``: the seeded R-MAT workload of
+    benchmarks/engine_vs_dgl.py (128 random features, 16 classes)."""
     if name.startswith("rmat-"):
         return load_dataset("rmat", scale=int(name[5:]), num_features=128, num_classes=16,
                             seed=0)
@@ -53,9 +53,7 @@ def build(data, partitioner, comm, seed):
 def run(problem, data, comm, spec, epochs, metric, seed, slow, hidden):
     graph = problem.graph
     plan = graph.halo_plan
-    real_comm = plan.comm
-    if slow:
-        plan.comm = SlowNetwork(real_comm, latency_s=slow[0], bandwidth_bps=slow[1])
+    plan.configure(simulate_network=tuple(slow) if slow else None)
     graph.staleness = make_policy(spec)
     torch.manual_seed(seed)
     model = GNN("gcn", data.num_features, hidden, data.num_classes, dropout=0.5)
@@ -66,7 +64,8 @@ def run(problem, data, comm, spec, epochs, metric, seed, slow, hidden):
     total = time.perf_counter() - start
     if graph.staleness is not None:
         graph.staleness.close()
-    graph.staleness, plan.comm = None, real_comm
+    graph.staleness = None
+    plan.configure(simulate_network=None)
     bytes_per_epoch = comm.allreduce(torch.tensor([float(r.halo_bytes_sent) for r in records],
                                                   dtype=torch.float64)).numpy()
     times = comm.allreduce(torch.tensor([r.epoch_time_s for r in records], dtype=torch.float64),
@@ -85,7 +84,7 @@ def run(problem, data, comm, spec, epochs, metric, seed, slow, hidden):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--datasets", nargs="+", default=["cora", "citeseer", "tolokers"])
-    parser.add_argument("--data-root", default="../shared/datasets")
+    parser.add_argument("--data-root", default=str(Path(__file__).resolve().parents[1] / "datasets"))
     parser.add_argument("--partitioners", nargs="+", default=["metis", "libra"])
     parser.add_argument("--policies", nargs="+", default=list(POLICIES))
     parser.add_argument("--epochs", type=int, default=200)

@@ -1,7 +1,7 @@
 """Load, partition, train and predict from Python; the same file runs on 1 or N ranks.
 
-    python examples/python_api.py --data-root ../shared/datasets
-    mpirun -n 4 python examples/python_api.py --data-root ../shared/datasets
+    python examples/python_api.py --data-root datasets
+    mpirun -n 4 python examples/python_api.py --data-root datasets
 """
 
 import argparse
@@ -21,12 +21,15 @@ def main() -> None:
     parser.add_argument("--dataset", default="cora")
     parser.add_argument("--data-root", default="data")
     parser.add_argument("--epochs", type=int, default=200)
+    parser.add_argument("--halo-dtype", default="float32", choices=("float32", "bfloat16"),
+                        help="dtype of halo rows on the wire (bfloat16 halves the bytes)")
     args = parser.parse_args()
 
     comm = init()                                   # MPI under mpirun, a world of one otherwise
     data = load_dataset(args.dataset, root=args.data_root)
     parts = make_partitioner("metis", num_parts=comm.size, seed=0).fit(data).node_parts
     problem = LocalProblem.from_graph_data(data, parts, comm)   # this rank's nodes and halo
+    problem.graph.halo_plan.configure(message_dtype=getattr(torch, args.halo_dtype))
 
     torch.manual_seed(0)                            # the same initial weights on every rank
     model = GNN("gcn", data.num_features, 16, data.num_classes, num_layers=2, dropout=0.5)

@@ -10,21 +10,22 @@ import numpy as np
 # with it Partition.peak_memory_bytes) sees them.
 
 
-def transpose_csr(indptr, indices, num_nodes):
+def transpose_csr(indptr, indices, num_nodes, *, edge_ids: bool = True):
     """CSR by source from CSR by destination, in O(N + E) (a counting sort).
 
     Returns ``(out_indptr, out_dst, out_eid)``: row ``u`` lists the destinations of edges
-    ``u -> v`` (ascending ``v``) and ``out_eid`` the position of each such edge in ``indices``.
+    ``u -> v`` (ascending ``v``) and ``out_eid`` the position of each such edge in ``indices``
+    (``None`` with ``edge_ids=False``, which saves ``8 E`` bytes).
     """
     out_indptr = np.zeros(num_nodes + 1, dtype=np.int64)
     out_dst = np.empty(indices.shape[0], dtype=np.int64)
-    out_eid = np.empty(indices.shape[0], dtype=np.int64)
-    _transpose(indptr, indices, num_nodes, out_indptr, out_dst, out_eid)
-    return out_indptr, out_dst, out_eid
+    out_eid = np.empty(indices.shape[0] if edge_ids else 0, dtype=np.int64)
+    _transpose(indptr, indices, num_nodes, out_indptr, out_dst, out_eid, edge_ids)
+    return out_indptr, out_dst, (out_eid if edge_ids else None)
 
 
 @numba.njit(cache=True)
-def _transpose(indptr, indices, num_nodes, out_indptr, out_dst, out_eid):
+def _transpose(indptr, indices, num_nodes, out_indptr, out_dst, out_eid, edge_ids):
     num_edges = indices.shape[0]
     for j in range(num_edges):
         out_indptr[indices[j] + 1] += 1
@@ -35,8 +36,26 @@ def _transpose(indptr, indices, num_nodes, out_indptr, out_dst, out_eid):
         for j in range(indptr[v], indptr[v + 1]):
             u = indices[j]
             out_dst[cursor[u]] = v
-            out_eid[cursor[u]] = j
+            if edge_ids:
+                out_eid[cursor[u]] = j
             cursor[u] += 1
+
+
+def is_sorted_simple_rows(indptr, indices) -> bool:
+    """Whether every row is strictly increasing (sorted, no duplicates) and holds no self loop."""
+    return bool(_sorted_simple(indptr, indices))
+
+
+@numba.njit(cache=True)
+def _sorted_simple(indptr, indices):
+    for v in range(indptr.shape[0] - 1):
+        previous = -1
+        for j in range(indptr[v], indptr[v + 1]):
+            u = indices[j]
+            if u <= previous or u == v:
+                return False
+            previous = u
+    return True
 
 
 def csr_destinations(indptr, num_edges):

@@ -66,16 +66,57 @@ class PartView:
                 if isinstance(getattr(self, f.name), np.ndarray)}
 
 
-class PartViewBuilder:
-    """Pre-sorts a graph's edges once so each part's view costs only its own edges.
+# Edges touched per block by the whole-graph passes (degrees, self loops): bounds temporaries.
+EDGES_PER_BLOCK = 1 << 24
 
-    graph: anything with ``indptr``, ``indices`` (CSR by destination) and ``num_nodes``.
+
+def row_blocks(indptr, edges_per_block: int = EDGES_PER_BLOCK):
+    """Yield row ranges ``(a, b)`` of a CSR holding about ``edges_per_block`` edges each."""
+    n = len(indptr) - 1
+    a = 0
+    while a < n:
+        target = int(indptr[a]) + edges_per_block
+        b = int(np.searchsorted(indptr, target, side="right")) - 1
+        b = min(max(b, a + 1), n)
+        yield a, b
+        a = b
+
+
+def out_degree_and_self_loops(indptr, indices, num_nodes: int):
+    """int64 ``[N]`` out-degrees and self-loop counts, one bounded pass over the edges."""
+    out_degree = np.zeros(num_nodes, dtype=np.int64)
+    self_loops = np.zeros(num_nodes, dtype=np.int64)
+    for a, b in row_blocks(indptr):
+        lo, hi = int(indptr[a]), int(indptr[b])
+        src = np.asarray(indices[lo:hi])
+        out_degree += np.bincount(src, minlength=num_nodes)
+        dst = np.repeat(np.arange(a, b, dtype=np.int64), np.diff(indptr[a:b + 1]))
+        loops = dst[src == dst]
+        if loops.size:
+            self_loops += np.bincount(loops, minlength=num_nodes)
+    return out_degree, self_loops
+
+
+class PartViewBuilder:
+    """Builds each part's :class:`PartView` from its own rows, in memory bounded by one part.
+
+    graph: anything with ``indptr``, ``indices`` (CSR by destination) and ``num_nodes``; the
+        arrays may be memory-mapped (only the rows of the part being built are read).
     node_parts: int array ``[num_nodes]``, the owner part of every node.
+    out_degree, self_loops: int64 ``[num_nodes]`` if known (a converted graph stores them);
+        else computed in one pass over the edges.
+
+    A part's halo needs only its own rows; its send lists are the other parts' requests of its
+    rows. :meth:`view` without ``requests`` takes them from :meth:`halos` (every part's halo,
+    one pass over all edges, kept for later views); a distributed caller that knows them from an
+    exchange passes them instead (``LocalProblem.from_graph_data`` does).
     """
 
-    def __init__(self, graph, node_parts: np.ndarray, num_parts: int | None = None):
-        indptr = np.asarray(graph.indptr, dtype=np.int64)
-        self.indices = np.asarray(graph.indices, dtype=np.int64)
+    def __init__(self, graph, node_parts: np.ndarray, num_parts: int | None = None, *,
+                 out_degree=None, self_loops=None):
+        self.indptr = np.asarray(graph.indptr)
+        self.indices = graph.indices if hasattr(graph.indices, "shape") \
+            else np.asarray(graph.indices)
         self.num_nodes = int(graph.num_nodes)
         self.node_parts = np.asarray(node_parts)
         if self.node_parts.shape != (self.num_nodes,):
@@ -83,64 +124,109 @@ class PartViewBuilder:
                              f"({self.num_nodes},)")
         self.num_parts = int(num_parts if num_parts is not None
                              else (self.node_parts.max() + 1 if self.num_nodes else 1))
-        self.in_degree = np.diff(indptr)
-        self.out_degree = np.bincount(self.indices, minlength=self.num_nodes).astype(np.int64)
-        dst = np.repeat(np.arange(self.num_nodes, dtype=np.int64), self.in_degree)
-        loops = dst == self.indices
-        self.self_loops = np.bincount(dst[loops], minlength=self.num_nodes).astype(np.int64)
-        dst_part = self.node_parts[dst]
-        src_part = self.node_parts[self.indices]
-        # Edges grouped by destination part, CSR order kept inside a part (stable sort).
-        self.edge_order = np.argsort(dst_part, kind="stable")
-        self.edge_starts = np.searchsorted(dst_part[self.edge_order],
-                                           np.arange(self.num_parts + 1))
-        # Distinct cross-part (destination part, source) pairs, once for halos and send lists.
-        cross = src_part != dst_part
-        keys = np.unique(dst_part[cross].astype(np.int64) * self.num_nodes + self.indices[cross])
-        self.pair_dst_part = keys // self.num_nodes
-        self.pair_src = keys % self.num_nodes
-        self.pair_src_part = self.node_parts[self.pair_src]
-        # Pairs sorted by (source part, destination part, source): the send side.
-        self.send_order = np.lexsort((self.pair_src, self.pair_dst_part, self.pair_src_part))
-        self.send_starts = np.searchsorted(self.pair_src_part[self.send_order],
-                                           np.arange(self.num_parts + 1))
-        self.halo_starts = np.searchsorted(self.pair_dst_part, np.arange(self.num_parts + 1))
+        self.in_degree = np.diff(self.indptr).astype(np.int64, copy=False)
+        if out_degree is None or self_loops is None:
+            out_degree, self_loops = out_degree_and_self_loops(self.indptr, self.indices,
+                                                               self.num_nodes)
+        self.out_degree = np.asarray(out_degree, dtype=np.int64)
+        self.self_loops = np.asarray(self_loops, dtype=np.int64)
         self.nodes_by_part = np.argsort(self.node_parts, kind="stable")
         self.owned_starts = np.searchsorted(self.node_parts[self.nodes_by_part],
                                             np.arange(self.num_parts + 1))
+        self._lookup = None
+        self._halos = None
+        self.cut_edges = None  # int64 [P]: in-edges of each part from other parts (by halos())
 
-    def view(self, part: int) -> PartView:
-        """Build the :class:`PartView` of ``part``."""
+    @classmethod
+    def for_graph(cls, graph, node_parts, num_parts=None) -> "PartViewBuilder":
+        """A builder that reuses the per-node statistics a graph carries (``node_stats``:
+        ``out_degree`` and ``self_loops``, as converted graphs store them)."""
+        stats = getattr(graph, "node_stats", None) or {}
+        return cls(graph, node_parts, num_parts, out_degree=stats.get("out_degree"),
+                   self_loops=stats.get("self_loops"))
+
+    def owned(self, part: int) -> np.ndarray:
+        """Sorted int64 global ids of the nodes ``part`` owns."""
         if not 0 <= part < self.num_parts:
             raise ValueError(f"part {part} out of range [0, {self.num_parts})")
-        owned = self.nodes_by_part[self.owned_starts[part]:self.owned_starts[part + 1]]
-        owned = owned.astype(np.int64)
-        # Halo: pairs whose destination part is `part`, ordered by (owner, global id).
-        lo, hi = self.halo_starts[part], self.halo_starts[part + 1]
-        halo_src = self.pair_src[lo:hi]
-        halo_owner_unsorted = self.pair_src_part[lo:hi]
-        order = np.lexsort((halo_src, halo_owner_unsorted))
-        halo = halo_src[order]
-        halo_owner = halo_owner_unsorted[order].astype(np.int32)
+        return self.nodes_by_part[self.owned_starts[part]:self.owned_starts[part + 1]] \
+            .astype(np.int64)
+
+    def rows(self, part: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(owned, sources)``: the part's nodes and the global sources of their in-edges in
+        CSR order (row by row, as the graph lists them)."""
+        owned = self.owned(part)
+        lengths = self.in_degree[owned]
+        total = int(lengths.sum())
+        starts = self.indptr[owned]
+        if owned.size and int(owned[-1]) - int(owned[0]) + 1 == owned.size:
+            # contiguous ids (block partitions, single part): one slice, no index array
+            lo = int(starts[0])
+            return owned, np.asarray(self.indices[lo:lo + total], dtype=np.int64)
+        offsets = np.cumsum(lengths) - lengths
+        positions = np.repeat(starts - offsets, lengths) + np.arange(total, dtype=np.int64)
+        return owned, np.asarray(self.indices[positions], dtype=np.int64)
+
+    def halo(self, part: int, sources: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(halo, halo_owner)``: distinct foreign ``sources`` ordered by (owner, global id)."""
+        foreign = np.unique(sources[self.node_parts[sources] != part])
+        owner = self.node_parts[foreign]
+        order = np.argsort(owner, kind="stable")  # ids ascending within an owner
+        return foreign[order], owner[order].astype(np.int32)
+
+    def halos(self) -> list:
+        """Every part's ``(halo, halo_owner)``, computed once (one pass over all edges)."""
+        if self._halos is None:
+            halos, cut = [], np.zeros(self.num_parts, dtype=np.int64)
+            for part in range(self.num_parts):
+                _, sources = self.rows(part)
+                cut[part] = int(np.count_nonzero(self.node_parts[sources] != part))
+                halos.append(self.halo(part, sources))
+            self._halos, self.cut_edges = halos, cut
+        return self._halos
+
+    def requests_of(self, part: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(ids, counts)``: the owned ids of ``part`` every other part needs, grouped by the
+        receiving part (ascending), ids ascending within a group."""
+        ids, counts = [], np.zeros(self.num_parts, dtype=np.int64)
+        for receiver, (halo, owner) in enumerate(self.halos()):
+            lo, hi = np.searchsorted(owner, [part, part + 1])
+            ids.append(halo[lo:hi])
+            counts[receiver] = hi - lo
+        return np.concatenate(ids) if ids else np.zeros(0, np.int64), counts
+
+    def view(self, part: int, requests=None, rows=None) -> PartView:
+        """Build the :class:`PartView` of ``part``.
+
+        requests: ``(ids, counts)`` as :meth:`requests_of` returns them; computed from every
+            part's halo when ``None``.
+        rows: ``(owned, sources)`` as :meth:`rows` returns them, if already read.
+        """
+        owned, sources = rows if rows is not None else self.rows(part)
+        halo, halo_owner = self.halo(part, sources)
+        if requests is None:
+            requests = self.requests_of(part)
+        request_ids, send_counts = requests
         local_nodes = np.concatenate([owned, halo])
-        # Global -> local ids for exactly the nodes this part touches.
-        lookup = np.full(self.num_nodes, -1, dtype=np.int64)
-        lookup[local_nodes] = np.arange(local_nodes.shape[0], dtype=np.int64)
-        edges = self.edge_order[self.edge_starts[part]:self.edge_starts[part + 1]]
-        local_indices = lookup[self.indices[edges]]
-        row_lengths = self.in_degree[owned]
-        indptr = np.zeros(owned.shape[0] + 1, dtype=np.int64)
-        np.cumsum(row_lengths, out=indptr[1:])
-        # Send lists: pairs whose source part is `part`, grouped by receiving part.
-        sel = self.send_order[self.send_starts[part]:self.send_starts[part + 1]]
-        send_index = lookup[self.pair_src[sel]]
-        send_counts = np.bincount(self.pair_dst_part[sel], minlength=self.num_parts)
+        if self._lookup is None:
+            self._lookup = np.full(self.num_nodes, -1, dtype=np.int64)
+        lookup = self._lookup
+        lookup[local_nodes] = np.arange(local_nodes.size, dtype=np.int64)
+        try:
+            local_indices = lookup[sources]
+            send_index = lookup[np.asarray(request_ids, dtype=np.int64)]
+        finally:
+            lookup[local_nodes] = -1
+        if send_index.size and (send_index.min() < 0 or send_index.max() >= owned.size):
+            raise ValueError(f"part {part} was asked for rows it does not own")
+        indptr = np.zeros(owned.size + 1, dtype=np.int64)
+        np.cumsum(self.in_degree[owned], out=indptr[1:])
         recv_counts = np.bincount(halo_owner, minlength=self.num_parts)
         return PartView(
             part=part, num_parts=self.num_parts, num_global_nodes=self.num_nodes,
             owned_nodes=owned, halo_nodes=halo, halo_owner=halo_owner,
             indptr=indptr, indices=local_indices,
-            send_counts=send_counts.astype(np.int64), send_index=send_index,
+            send_counts=np.asarray(send_counts, dtype=np.int64), send_index=send_index,
             recv_counts=recv_counts.astype(np.int64),
             in_degree=self.in_degree[local_nodes], out_degree=self.out_degree[local_nodes],
             self_loops=self.self_loops[local_nodes])

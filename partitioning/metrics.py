@@ -19,6 +19,7 @@ import numpy as np
 
 from .base import Partition, get_train_mask
 from .graph import as_csr_graph
+from .local_view import PartViewBuilder
 
 __all__ = ["edge_cut", "replication_factor", "halo_counts", "part_summary",
            "format_summary_table"]
@@ -49,7 +50,8 @@ def _balance(values: np.ndarray) -> float:
     return float(values.max() / mean) if mean > 0 else 1.0
 
 
-def part_summary(graph, partition: Partition, feature_bytes_per_row: int | None = None) -> dict:
+def part_summary(graph, partition: Partition, feature_bytes_per_row: int | None = None,
+                 builder=None) -> dict:
     """Per-part loads and the global quality numbers of ``partition`` on ``graph``.
 
     Returns a dict with per-part int64 arrays ``nodes`` (owned or mastered), ``edges`` (in-edges
@@ -62,6 +64,10 @@ def part_summary(graph, partition: Partition, feature_bytes_per_row: int | None 
     ``feature_bytes_per_row`` (e.g. ``4 * feature_dim`` for float32) it adds
     ``halo_bytes_max`` and ``halo_bytes_mean``: bytes each part receives per exchange (one layer,
     one direction).
+
+    For an edge cut the halos come from :class:`~partitioning.local_view.PartViewBuilder`
+    (pass ``builder`` to reuse one that already computed them), part by part, so the memory
+    stays bounded by the largest part on graphs of any size.
     """
     g = as_csr_graph(graph)
     partition.validate(g)
@@ -69,17 +75,26 @@ def part_summary(graph, partition: Partition, feature_bytes_per_row: int | None 
     nodes = np.bincount(partition.node_parts, minlength=p).astype(np.int64)
     if partition.kind == "vertex_cut":
         edges = np.bincount(partition.edge_parts, minlength=p).astype(np.int64)
-    else:
+        presence = partition.presence(g)
+        coo = presence.tocoo()
+        foreign = partition.node_parts[coo.row] != coo.col
+        halo = np.bincount(coo.col[foreign], minlength=p).astype(np.int64)
+        # distinct (receiving part, owner part) pairs: the peers each part receives rows from
+        owners = partition.node_parts[coo.row[foreign]]
+        pairs = np.unique(coo.col[foreign].astype(np.int64) * p + owners)
+        peers = np.bincount(pairs // p, minlength=p).astype(np.int64)
+        cut = edge_cut(g, partition)
+        replicas = presence.nnz
+    else:  # part by part from each part's own rows: memory bounded by the largest part
+        builder = builder if builder is not None else \
+            PartViewBuilder(g, partition.node_parts, p)
+        halos = builder.halos()
         edges = np.bincount(partition.node_parts, weights=g.in_degree(),
                             minlength=p).astype(np.int64)
-    presence = partition.presence(g)
-    coo = presence.tocoo()
-    foreign = partition.node_parts[coo.row] != coo.col
-    halo = np.bincount(coo.col[foreign], minlength=p).astype(np.int64)
-    # distinct (receiving part, owner part) pairs: the peers each part receives halo rows from
-    owners = partition.node_parts[coo.row[foreign]]
-    pairs = np.unique(coo.col[foreign].astype(np.int64) * p + owners)
-    peers = np.bincount(pairs // p, minlength=p).astype(np.int64)
+        halo = np.array([h.size for h, _ in halos], dtype=np.int64)
+        peers = np.array([np.unique(owner).size for _, owner in halos], dtype=np.int64)
+        cut = int(builder.cut_edges.sum())
+        replicas = g.num_nodes + int(halo.sum())
     train_mask = get_train_mask(graph, g.num_nodes)
     if train_mask is None:
         train = np.zeros(p, dtype=np.int64)
@@ -92,7 +107,7 @@ def part_summary(graph, partition: Partition, feature_bytes_per_row: int | None 
         "nodes": nodes, "edges": edges, "halo_nodes": halo, "halo_peers": peers,
         "train_nodes": train,
         "edge_cut": cut, "edge_cut_fraction": cut / g.num_edges if g.num_edges else 0.0,
-        "replication_factor": float(presence.nnz / g.num_nodes),
+        "replication_factor": float(replicas / g.num_nodes) if g.num_nodes else 1.0,
         "halo_rows_total": int(halo.sum()),
         "balance_nodes": _balance(nodes), "balance_edges": _balance(edges),
         "balance_train": _balance(train),

@@ -28,18 +28,19 @@ the temporary directory is removed and nothing is left at the target.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from .atomic_files import (fsync_dir, install_folder, sha256_file, temp_folder_beside,
+                           write_synced)
 from .base import Partition
 from .errors import PartitionError
 from .graph import as_csr_graph
+from .local_view import PartViewBuilder
 from .metrics import part_summary
 from .store_parts import edge_cut_part_arrays, vertex_cut_part_arrays
 
@@ -55,31 +56,6 @@ __all__ = ["FORMAT_VERSION", "write_store", "read_part", "read_manifest", "valid
 def part_file_name(part: int) -> str:
     """File name of ``part`` inside a store."""
     return f"part-{part:05d}.npz"
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 22), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _write_synced(path: Path, write) -> dict:
-    """Create ``path`` with ``write(fileobj)``, fsync it, return its size and checksum."""
-    with open(path, "wb") as fh:
-        write(fh)
-        fh.flush()
-        os.fsync(fh.fileno())
-    return {"file": path.name, "bytes": path.stat().st_size, "sha256": _sha256(path)}
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _check_rows(name: str, array, num_nodes: int) -> np.ndarray | None:
@@ -117,7 +93,7 @@ def check_target(out_dir, overwrite: bool = False) -> Path:
 
 
 def write_store(out_dir, graph, partition: Partition, x=None, y=None, masks=None,
-                extra_meta=None, overwrite: bool = False) -> dict:
+                extra_meta=None, overwrite: bool = False, on_part=None, builder=None) -> dict:
     """Write ``partition`` of ``graph`` (with optional node data) as a store at ``out_dir``.
 
     Args:
@@ -129,6 +105,12 @@ def write_store(out_dir, graph, partition: Partition, x=None, y=None, masks=None
         y: labels ``[N, ...]``, optional.
         masks: dict name -> bool ``[N]`` (e.g. ``{"train": ..., "val": ..., "test": ...}``).
         extra_meta: JSON-serialisable dict stored under ``"extra"`` (e.g. the dataset name).
+        on_part: called with each part's index once its file is written (progress).
+        builder: the edge cut's :class:`~partitioning.local_view.PartViewBuilder` if the caller
+            has one (its halos are reused), else one is made.
+
+    An edge cut is written one part at a time from that part's rows (``graph`` and ``x`` may
+    be memory-mapped): the peak is about the largest part plus every part's halo ids.
     Returns: the manifest (as written).
     Raises: :class:`PartitionError` on bad input or an unwritable target; nothing is left
         behind on failure.
@@ -151,12 +133,12 @@ def write_store(out_dir, graph, partition: Partition, x=None, y=None, masks=None
         raise PartitionError(f"extra_meta is not JSON-serialisable: {exc}") from None
 
     try:
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=parent))
+        tmp = temp_folder_beside(out_dir)
     except OSError as exc:
         raise PartitionError(f"cannot write store {out_dir}: {exc.strerror}") from None
     try:
-        manifest = _write_files(tmp, graph, g, partition, x, y, masks, extra)
-        _install(tmp, out_dir)
+        manifest = _write_files(tmp, graph, g, partition, x, y, masks, extra, on_part, builder)
+        install_folder(tmp, out_dir)
     except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         if isinstance(exc, OSError):
@@ -167,17 +149,27 @@ def write_store(out_dir, graph, partition: Partition, x=None, y=None, masks=None
     return manifest
 
 
-def _write_files(tmp: Path, graph, g, partition: Partition, x, y, masks, extra) -> dict:
-    summary = part_summary(graph, partition)  # the original object: it may carry a train_mask
-    files = {"node_parts": _write_synced(tmp / NODE_PARTS,
+def _write_files(tmp: Path, graph, g, partition: Partition, x, y, masks, extra,
+                 on_part=None, builder=None) -> dict:
+    if partition.kind == "edge_cut" and builder is None:  # its halos serve summary and parts
+        builder = PartViewBuilder.for_graph(graph, partition.node_parts, partition.num_parts)
+    # the original object for the summary: it may carry a train_mask
+    summary = part_summary(graph, partition, builder=builder)
+    files = {"node_parts": write_synced(tmp / NODE_PARTS,
                                          lambda fh: np.save(fh, partition.node_parts))}
     parts = []
-    arrays_of = edge_cut_part_arrays if partition.kind == "edge_cut" else vertex_cut_part_arrays
-    for part, arrays in arrays_of(g, partition, x, y, masks):
-        entry = _write_synced(tmp / part_file_name(part), lambda fh: np.savez(fh, **arrays))
+    if builder is not None:
+        part_arrays = edge_cut_part_arrays(g, partition, x, y, masks, builder=builder)
+    else:
+        part_arrays = vertex_cut_part_arrays(g, partition, x, y, masks)
+    for part, arrays in part_arrays:
+        entry = write_synced(tmp / part_file_name(part), lambda fh: np.savez(fh, **arrays))
         entry.update(part=part, num_owned=int(arrays["owned_nodes"].size),
                      num_edges=int(arrays["indices"].size))
         parts.append(entry)
+        del arrays
+        if on_part is not None:
+            on_part(part)
     manifest = {
         "format": FORMAT, "format_version": FORMAT_VERSION,
         "graph": {"num_nodes": g.num_nodes, "num_edges": g.num_edges},
@@ -190,9 +182,9 @@ def _write_files(tmp: Path, graph, g, partition: Partition, x, y, masks, extra) 
                     for k, v in summary.items()},
         "files": files, "parts": parts, "extra": extra,
     }
-    _write_synced(tmp / MANIFEST,
+    write_synced(tmp / MANIFEST,
                   lambda fh: fh.write(json.dumps(manifest, indent=1).encode()))
-    _fsync_dir(tmp)
+    fsync_dir(tmp)
     return manifest
 
 
@@ -200,23 +192,6 @@ def _array_meta(array) -> dict | None:
     if array is None:
         return None
     return {"dtype": str(array.dtype), "row_shape": list(array.shape[1:])}
-
-
-def _install(tmp: Path, out_dir: Path) -> None:
-    """Rename ``tmp`` to ``out_dir``; an existing store is swapped out first, then deleted."""
-    old = None
-    if out_dir.exists():
-        old = out_dir.with_name(f".{out_dir.name}.old-{os.getpid()}")
-        os.rename(out_dir, old)
-    try:
-        os.rename(tmp, out_dir)
-    except OSError:
-        if old is not None:
-            os.rename(old, out_dir)
-        raise
-    _fsync_dir(out_dir.parent)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 def read_manifest(store_dir) -> dict:
@@ -252,7 +227,7 @@ def _verified(store_dir: Path, entry: dict) -> Path:
         raise PartitionError(
             f"store file {path} has {size} bytes, the manifest says {entry['bytes']} "
             "(truncated or altered)")
-    if _sha256(path) != entry["sha256"]:
+    if sha256_file(path) != entry["sha256"]:
         raise PartitionError(f"store file {path} fails its sha256 checksum (altered or corrupt)")
     return path
 

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-DATASETS_ROOT = (REPO_ROOT.parent / "shared" / "datasets").resolve()
+DATASETS_ROOT = REPO_ROOT / "datasets"  # the real datasets the repository ships (datasets/SOURCES.md)
 
 
 def mpirun_path() -> str:

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-
-DEFAULT_DATA_ROOT = os.environ.get("GNNSCALE_DATA_ROOT", "./data")
 
 
 def positive_int(text: str) -> int:
@@ -39,8 +36,13 @@ def add_dataset_arguments(parser) -> None:
     data.add_argument("--dataset", default="sbm",
                       help="dataset name (cora, citeseer, tolokers, facebook-combined, sbm, rmat, "
                            "...) or a path to a dataset file or folder")
-    data.add_argument("--data-root", default=DEFAULT_DATA_ROOT,
-                      help="folder holding named datasets ($GNNSCALE_DATA_ROOT)")
+    data.add_argument("--data-root", default=None,
+                      help="folder holding named datasets (default $GNNSCALE_DATA_ROOT, else "
+                           "./data; a name not found there is read from the repository's "
+                           "datasets/ when gnnscale runs from a checkout that ships it)")
+    data.add_argument("--download", action="store_true",
+                      help="download a registered dataset (`gnnscale datasets list`) into "
+                           "the data root when it is not there")
     data.add_argument("--num-nodes", type=positive_int, default=None,
                       help="size of a generated graph (sbm, rmat); None means the generator's "
                            "default")
@@ -53,10 +55,33 @@ def add_dataset_arguments(parser) -> None:
 
 
 def load_graph(args):
-    """Load the dataset the shared data arguments name."""
+    """Load the dataset the shared data arguments name (downloading it with ``--download``)."""
     from ..data import load_dataset
 
     options = dict(args.dataset_option or [])
     if args.num_nodes:
         options["num_nodes"] = args.num_nodes
-    return load_dataset(args.dataset, root=args.data_root, split=args.split, **options)
+    return load_dataset(args.dataset, root=data_root_for(args), split=args.split, **options)
+
+
+def data_root_for(args):
+    """The data root to read ``args.dataset`` from.
+
+    ``--data-root`` when given; else ``$GNNSCALE_DATA_ROOT`` or ``./data``, unless the name is
+    not there but in the ``datasets/`` folder of the checkout gnnscale runs from. With
+    ``--download``, a registered name missing from the data root is downloaded into it first.
+    """
+    from ..data.download import download_dataset
+    from ..data.load import default_root, find_dataset
+    from ..data.registry import registered, shipped_root
+
+    name = str(args.dataset)
+    root = args.data_root if args.data_root is not None else default_root()
+    if find_dataset(name, root) is not None:
+        return root
+    shipped = shipped_root()
+    if args.data_root is None and shipped is not None and find_dataset(name, shipped):
+        return shipped
+    if getattr(args, "download", False) and registered(name) is not None:
+        download_dataset(name, root)
+    return root

@@ -10,12 +10,16 @@ from .common import formatter, say
 def add_parser(subparsers) -> None:
     """Register ``info`` with every option and its default."""
     p = subparsers.add_parser(
-        "info", help="validate a partition store and print its summary",
+        "info", help="validate a partition store or a converted graph and print its summary",
         description="Check every file of a partition store against its sha256 checksum and the "
                     "parts against each other (every node owned once, edges add up, send and "
-                    "receive lists agree), then print what the store holds.",
+                    "receive lists agree), then print what the store holds. Given a converted "
+                    "graph folder (gnnscale convert), check every file's size, header and "
+                    "sha256 and print its counts.",
         formatter_class=formatter)
-    p.add_argument("store", metavar="DIR", help="partition store folder (from gnnscale partition)")
+    p.add_argument("store", metavar="DIR",
+                   help="partition store folder (gnnscale partition) or converted graph folder "
+                        "(gnnscale convert)")
     p.add_argument("--json", action="store_true",
                    help="print the summary as JSON instead of text")
     p.set_defaults(func=run)
@@ -49,10 +53,34 @@ def format_store_summary(summary: dict) -> str:
     return "\n".join(lines)
 
 
+def format_converted_summary(folder, manifest: dict) -> str:
+    """Human-readable text of a verified converted graph's manifest."""
+    size = sum(entry["bytes"] for entry in manifest["files"].values())
+    counts = manifest.get("split_counts") or {}
+    return "\n".join([
+        f"converted graph {folder}: OK (format version {manifest['format_version']}, "
+        f"{size / 2**20:,.1f} MiB, every sha256 checked)",
+        f"{manifest['name']}: {manifest['num_nodes']:,} nodes, {manifest['num_edges']:,} edges, "
+        f"{manifest['num_features']} features, {manifest['num_classes']} classes, "
+        f"train/val/test {counts.get('train', '?')}/{counts.get('val', '?')}/"
+        f"{counts.get('test', '?')}",
+        f"source {manifest.get('source') or '?'}, written {manifest.get('created', '?')}",
+    ])
+
+
 def run(args) -> int:
-    """Validate the store; print the summary. Damaged stores exit with code 2."""
+    """Validate the store or converted graph; print the summary. Damaged ones exit with code 2."""
+    from pathlib import Path
+
     from partitioning.store import validate_store
 
+    from ..data.converted import is_converted, verify_converted
+
+    if Path(args.store).is_dir() and is_converted(args.store):
+        manifest = verify_converted(args.store)
+        say(json.dumps(manifest, indent=1) if args.json
+            else format_converted_summary(args.store, manifest))
+        return 0
     summary = validate_store(args.store)
     say(json.dumps(summary, indent=1) if args.json else format_store_summary(summary))
     return 0

@@ -1,4 +1,5 @@
-"""``gnnscale`` command line: ``train``, ``partition``, ``tune``, ``info``."""
+"""``gnnscale`` command line: ``train``, ``partition``, ``convert``, ``tune``, ``info``, ``plot``,
+``datasets``."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import sys
 from .common import OneLineParser, formatter, run_entry_point
 
 # Sub-commands live one per module; each exposes add_parser(subparsers) and run(args).
-SUBCOMMAND_MODULES = ("train_cmd", "partition_cmd", "tune_cmd", "info_cmd", "plot_cmd")
+SUBCOMMAND_MODULES = ("train_cmd", "partition_cmd", "convert_cmd", "tune_cmd", "info_cmd",
+                      "plot_cmd", "datasets_cmd")
 
 
 def build_parser() -> OneLineParser:

@@ -59,23 +59,38 @@ def add_parser(subparsers) -> None:
 def run(args) -> int:
     """Partition, print the quality table, write the store. Returns the exit code."""
     from partitioning import format_summary_table, make_partitioner, part_summary
+    from partitioning.local_view import PartViewBuilder
     from partitioning.store import check_target, write_store
 
+    from .resource_use import Stopwatch, part_progress
+
+    clock = Stopwatch()
     check_target(args.out, args.overwrite)  # fail before the long work, write nothing
     partitioner = make_partitioner(args.method, num_parts=args.parts, seed=args.seed,
                                    **method_params(args))
     data = load_graph(args)
     say(f"gnnscale partition: {data.summary()}")
     partition = partitioner.fit(data)
+    say(f"partitioned with {args.method} in {partition.time_s:.1f} s")
     row_bytes = args.feature_bytes or 4 * max(data.num_features, 1)
-    say(format_summary_table(part_summary(data, partition, feature_bytes_per_row=row_bytes)))
+    builder = None
+    if partition.kind == "edge_cut":  # its halos serve the table and the store
+        builder = PartViewBuilder.for_graph(data, partition.node_parts, partition.num_parts)
+    say(format_summary_table(part_summary(data, partition, feature_bytes_per_row=row_bytes,
+                                          builder=builder)))
     masks = {"train": data.train_mask, "val": data.val_mask, "test": data.test_mask}
-    manifest = write_store(args.out, data, partition, x=data.x, y=data.y, masks=masks,
-                           extra_meta={"dataset": data.name, "split": args.split,
-                                       "num_classes": data.num_classes},
-                           overwrite=args.overwrite)
+    bar = part_progress(args.parts, "writing parts")
+    try:
+        manifest = write_store(args.out, data, partition, x=data.x, y=data.y, masks=masks,
+                               extra_meta={"dataset": data.name, "split": args.split,
+                                           "num_classes": data.num_classes},
+                               overwrite=args.overwrite, on_part=lambda _part: bar.update(1),
+                               builder=builder)
+    finally:
+        bar.close()
     size = sum(e["bytes"] for e in manifest["parts"]) + sum(
         e["bytes"] for e in manifest["files"].values())
-    say(f"wrote {args.out}: {args.parts} parts, {size / 2**20:.1f} MiB "
+    say(f"wrote {args.out}: {args.parts} parts, {size / 2**20:,.1f} MiB "
         f"(run: mpirun -n {args.parts} gnnscale train --partitions {args.out})")
+    say(f"done in {clock.report()}")
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..engine.metrics import TIME_PARTS
 
+MIN_COLUMN = 10  # characters of a per-rank column, right-aligned
 _LABELS = {"forward_s": "forward (incl. halo)", "backward_s": "backward (incl. halo)",
            "halo_wait_s": "  of which halo wait",
            "grad_allreduce_s": "  of which grad. sync",
@@ -35,15 +36,28 @@ def format_time_table(final: dict) -> str:
            f"{final['mean_epoch_time_s'] * 1e3:.1f} ms, total {final['total_time_s']:.2f} s",
            "", "where an epoch's time went (ms, mean over epochs after the first):"]
     ranks = final.get("per_rank") or [dict(rank=0, **final["mean_time_breakdown_s"])]
-    header = f"{'':24s}" + "".join(f"{'rank ' + str(r['rank']):>10s}" for r in ranks)
-    out.append(header)
-    for key in TIME_PARTS:
-        if key in ranks[0]:
-            out.append(f"{_LABELS[key]:24s}" + "".join(f"{r[key] * 1e3:10.2f}" for r in ranks))
+    rows = [(_LABELS[key], [f"{r[key] * 1e3:.2f}" for r in ranks])
+            for key in TIME_PARTS if key in ranks[0]]
     if "owned" in ranks[0]:
-        out.append(f"{'owned / halo nodes':24s}" +
-                   "".join(f"{str(r['owned']) + '/' + str(r['halo']):>10s}" for r in ranks))
+        rows.append(("owned / halo nodes", [f"{r['owned']}/{r['halo']}" for r in ranks]))
+    out.extend(per_rank_table(ranks, rows, label_width=24))
     return "\n".join(out)
+
+
+def per_rank_table(ranks: list[dict], rows: list[tuple[str, list[str]]],
+                   label_width: int) -> list[str]:
+    """Lines of a table with one column per rank: a ``rank R`` header, then ``rows`` of
+    (label, one cell per rank). Each column is as wide as its widest cell plus two spaces (at
+    least :data:`MIN_COLUMN`), so wide numbers never run into each other."""
+    columns = [[f"rank {r['rank']}", *(cells[i] for _, cells in rows)]
+               for i, r in enumerate(ranks)]
+    widths = [max(MIN_COLUMN, 2 + max(len(cell) for cell in column)) for column in columns]
+    lines = [f"{'':{label_width}s}" + "".join(f"{column[0]:>{w}s}"
+                                               for column, w in zip(columns, widths))]
+    for index, (label, _) in enumerate(rows, start=1):
+        lines.append(f"{label:{label_width}s}" + "".join(f"{column[index]:>{w}s}"
+                                                         for column, w in zip(columns, widths)))
+    return lines
 
 
 def _best_line(final: dict) -> str:
@@ -66,10 +80,8 @@ def format_profile_table(per_rank: list[dict]) -> str:
             ("grad. allreduce, exposed (ms)", "grad_allreduce_s", 1e3),
             ("halo bytes / epoch (MiB)", "halo_bytes_per_epoch", 1 / 2**20),
             ("peak memory (MiB)", "peak_rss_mb", 1.0)]
-    out = ["", "profile (per rank; whole = exchanges waited for at once, exposed = the wait "
-               "left with overlap):",
-           f"{'':30s}" + "".join(f"{'rank ' + str(r['rank']):>10s}" for r in per_rank)]
-    for label, key, scale in rows:
-        if key in per_rank[0]:
-            out.append(f"{label:30s}" + "".join(f"{r[key] * scale:10.2f}" for r in per_rank))
-    return "\n".join(out)
+    cells = [(label, [f"{r[key] * scale:.2f}" for r in per_rank])
+             for label, key, scale in rows if key in per_rank[0]]
+    return "\n".join(["", "profile (per rank; whole = exchanges waited for at once, exposed = "
+                           "the wait left with overlap):",
+                       *per_rank_table(per_rank, cells, label_width=30)])

@@ -195,13 +195,9 @@ def run(args) -> int:
                 out_heads=args.out_heads, attn_dropout=args.attn_dropout,
                 residual=args.residual, norm=args.norm, activation=args.activation,
                 train_eps=args.train_eps).to(device)
-    problem.graph.halo_plan.overlap = not args.no_overlap
-    problem.graph.halo_plan.message_dtype = getattr(torch, args.halo_dtype)
-    if args.simulate_network is not None:
-        from ..graph.staleness_netsim import SlowNetwork
-
-        plan = problem.graph.halo_plan
-        plan.comm = SlowNetwork(plan.comm, *args.simulate_network)
+    problem.graph.halo_plan.configure(overlap=not args.no_overlap,
+                                      message_dtype=getattr(torch, args.halo_dtype),
+                                      simulate_network=args.simulate_network)
     problem.graph.staleness = make_policy(args.staleness)
     metrics = ("acc", args.metric)
     trainer = Trainer(model, problem, comm, lr=args.lr, weight_decay=args.weight_decay,
@@ -279,14 +275,16 @@ def _device(name: str) -> torch.device:
 
 
 def _problem_in_memory(args, comm, device):
-    """Every rank loads the whole graph; rank 0 partitions it and broadcasts the assignment."""
+    """Every rank maps the graph (see :mod:`.shared_graph`); rank 0 partitions it and broadcasts
+    the assignment; each rank then reads only its own rows."""
     from partitioning import make_partitioner, part_summary
 
     from ..engine import LocalProblem
     from .partition_cmd import balance_targets
+    from .shared_graph import load_shared_graph
 
+    data = load_shared_graph(args, comm)
     with agreed_failure(comm):
-        data = load_graph(args)
         if comm.size > data.num_nodes:
             raise UsageError(f"{comm.size} ranks but the graph has only {data.num_nodes} nodes; "
                              f"launch at most {data.num_nodes} ranks")

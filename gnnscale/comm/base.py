@@ -17,9 +17,15 @@ import abc
 import time
 from typing import Any, Callable, Sequence
 
+import numpy as np
 import torch
 
 REDUCE_OPS = ("sum", "max", "min")
+# each reduction op as an element-wise torch function, a torch reduction along a dimension and
+# a NumPy ufunc: the backends' one table
+_ELEMENTWISE = {"sum": torch.add, "max": torch.maximum, "min": torch.minimum}
+_ALONG_DIM = {"sum": torch.sum, "max": torch.amax, "min": torch.amin}
+_UFUNCS = {"sum": np.add, "max": np.maximum, "min": np.minimum}
 
 
 class Work:
@@ -158,6 +164,53 @@ def check_op(op: str) -> str:
     if op not in REDUCE_OPS:
         raise ValueError(f"unknown reduction op {op!r}; choose one of {', '.join(REDUCE_OPS)}")
     return op
+
+
+def reduce_into(target: torch.Tensor, incoming: torch.Tensor, op: str) -> torch.Tensor:
+    """``target = op(target, incoming)`` element-wise, in place; returns ``target``."""
+    return _ELEMENTWISE[op](target, incoming, out=target)
+
+
+def reduce_stack(stack: torch.Tensor, op: str) -> torch.Tensor:
+    """Reduce ``stack`` [ranks, ...] over its first dimension with ``op``."""
+    return _ALONG_DIM[op](stack, dim=0)
+
+
+def numpy_reducer(op: str) -> np.ufunc:
+    """The NumPy ufunc of ``op`` (``np.add``, ``np.maximum`` or ``np.minimum``)."""
+    return _UFUNCS[op]
+
+
+def chunk_bounds(numel: int, parts: int) -> list[tuple[int, int]]:
+    """``parts`` contiguous ranges covering ``range(numel)``, sizes differing by at most 1
+    (the first ``numel % parts`` one longer)."""
+    base, extra = divmod(numel, parts)
+    bounds, start = [], 0
+    for index in range(parts):
+        stop = start + base + (1 if index < extra else 0)
+        bounds.append((start, stop))
+        start = stop
+    return bounds
+
+
+def check_alltoallv(send: torch.Tensor, send_counts: Sequence[int], recv_counts: Sequence[int],
+                    size: int) -> tuple[list[int], list[int]]:
+    """Normalised ``(send_counts, recv_counts)`` of an alltoallv over ``size`` ranks; refuses
+    counts of the wrong length, negative counts, and ``send`` rows that the counts do not sum
+    to."""
+    send_counts = check_counts(send_counts, size, "send_counts")
+    recv_counts = check_counts(recv_counts, size, "recv_counts")
+    if send.shape[0] != sum(send_counts):
+        raise ValueError(f"alltoallv: send has {send.shape[0]} rows but send_counts sum to "
+                         f"{sum(send_counts)}")
+    return send_counts, recv_counts
+
+
+def check_root(root: int, size: int) -> int:
+    """Refuse a broadcast root outside ``[0, size)``."""
+    if not 0 <= root < size:
+        raise ValueError(f"broadcast root {root} out of range for {size} ranks")
+    return root
 
 
 def check_counts(counts: Sequence[int], size: int, what: str) -> list[int]:

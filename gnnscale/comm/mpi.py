@@ -34,9 +34,11 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from .base import Communicator, Work, check_counts, check_op
+from .base import (Work, check_alltoallv, check_op, check_root, numpy_reducer,
+                   reduce_stack)
 from .guard import (CallSignature, FailureBoard, Guard, MPIFailureBoard, exchange_length,
                     fused_payload_bytes, signature_length)
+from .guarded import GuardedCommunicator
 from .ring import ring_allreduce
 from .shm import SharedBuffer, shm_allreduce, shm_available
 from .worker import CommWorker
@@ -51,7 +53,6 @@ _FUSED_DTYPES = _RING_DTYPES + (torch.int16, torch.int8, torch.uint8)
 _NUMPY_NATIVE = {torch.float32: np.float32, torch.float64: np.float64, torch.int64: np.int64,
                  torch.int32: np.int32, torch.int16: np.int16, torch.int8: np.int8,
                  torch.uint8: np.uint8}
-_NUMPY_REDUCERS = {"sum": np.add, "max": np.maximum, "min": np.minimum}
 
 
 def _mpi():
@@ -82,7 +83,7 @@ def _reduce_rows(rows: np.ndarray, skip_words: int, tensor: torch.Tensor, nbytes
     data = rows[:, skip_words:].view(np.uint8)[:, :nbytes]
     if tensor.dtype in _NUMPY_NATIVE:  # numpy reduces straight from the gathered rows
         values, out = data.view(_NUMPY_NATIVE[tensor.dtype]), tensor.numpy().reshape(-1)
-        reducer = _NUMPY_REDUCERS[op]
+        reducer = numpy_reducer(op)
         with np.errstate(all="ignore"):  # overflow gives inf silently, as in torch
             if values.shape[0] == 2:
                 reducer(values[0], values[1], out=out)
@@ -92,13 +93,7 @@ def _reduce_rows(rows: np.ndarray, skip_words: int, tensor: torch.Tensor, nbytes
     stack = torch.from_numpy(np.ascontiguousarray(data)).view(tensor.dtype).view(rows.shape[0], -1)
     if tensor.dtype in (torch.float16, torch.bfloat16) and op == "sum":
         stack = stack.float()
-    if op == "sum":
-        reduced = stack.sum(dim=0)
-    elif op == "max":
-        reduced = stack.amax(dim=0)
-    else:
-        reduced = stack.amin(dim=0)
-    return tensor.copy_(reduced.view_as(tensor))
+    return tensor.copy_(reduce_stack(stack, op).view_as(tensor))
 
 
 _WORLD_BOARD: list = []
@@ -115,7 +110,7 @@ def world_failure_board() -> FailureBoard:
     return _WORLD_BOARD[0]
 
 
-class MPICommunicator(Communicator):
+class MPICommunicator(GuardedCommunicator):
     """Communicator over an ``mpi4py`` communicator (``MPI.COMM_WORLD`` by default).
 
     Args:
@@ -153,18 +148,10 @@ class MPICommunicator(Communicator):
         self._ring_comm = self.mpi_comm.Dup() if multi else None
         self._exchange_len = exchange_length(self._size)
         self._fused_bytes = fused_payload_bytes(self._size)
-        self._seq = 0
+        self._init_calls()
         self._worker: CommWorker | None = None
         self._one_host: bool | None = None
         self._shared: dict[int, tuple] = {}  # data_ptr -> (SharedBuffer, typed views)
-
-    @property
-    def rank(self) -> int:
-        return self._rank
-
-    @property
-    def size(self) -> int:
-        return self._size
 
     # -- plumbing -------------------------------------------------------------------------
     def _post_signature(self, sig: CallSignature, payload: np.ndarray | None = None):
@@ -175,10 +162,6 @@ class MPICommunicator(Communicator):
         vec = sig.encode(self._seq, self._size, payload)
         rows = np.empty((self._size, self._exchange_len), dtype=np.int64)
         return self._sig_comm.Iallgather(vec, rows), rows, vec
-
-    def _label(self, sig: CallSignature):
-        seq = self._seq
-        return lambda: f"{sig.describe()} (call #{seq} on {self.name})"
 
     def _finish_signature(self, pending, what, started: float) -> None:
         if pending is not None:
@@ -195,11 +178,7 @@ class MPICommunicator(Communicator):
         return what, started
 
     def _wait_request(self, request, what, started, finish=None) -> Work:
-        def complete():
-            self.guard.wait(request.Test, what, started)
-            return finish() if finish is not None else None
-
-        return Work(complete, test_fn=request.Test)  # testing also drives MPI's progress
+        return self._guarded_work(request.Test, what, started, finish)  # Test drives MPI
 
     def _threaded(self, sig: CallSignature, started: float, body, result,
                   inline: bool = False) -> Work:
@@ -348,11 +327,7 @@ class MPICommunicator(Communicator):
 
     def alltoallv_async(self, send: torch.Tensor, send_counts: Sequence[int],
                         recv_counts: Sequence[int]) -> Work:
-        send_counts = check_counts(send_counts, self._size, "send_counts")
-        recv_counts = check_counts(recv_counts, self._size, "recv_counts")
-        if send.shape[0] != sum(send_counts):
-            raise ValueError(f"alltoallv: send has {send.shape[0]} rows but send_counts sum to "
-                             f"{sum(send_counts)}")
+        send_counts, recv_counts = check_alltoallv(send, send_counts, recv_counts, self._size)
         send = send.contiguous()
         recv = torch.empty((sum(recv_counts), *send.shape[1:]), dtype=send.dtype)
         send_np, recv_np = _as_numpy(send).reshape(-1), _as_numpy(recv).reshape(-1)
@@ -379,8 +354,7 @@ class MPICommunicator(Communicator):
         return self._wait_request(request, what, started, lambda: out).wait()
 
     def broadcast(self, tensor: torch.Tensor, root: int = 0) -> torch.Tensor:
-        if not 0 <= root < self._size:
-            raise ValueError(f"broadcast root {root} out of range for {self._size} ranks")
+        check_root(root, self._size)
         buffer = _as_numpy(tensor).reshape(-1)
         what, started = self._begin(CallSignature("broadcast", None, tensor.dtype,
                                                   tuple(tensor.shape), root))

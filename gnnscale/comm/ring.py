@@ -19,17 +19,10 @@ from typing import Callable
 
 import torch
 
+from .base import chunk_bounds, reduce_into
+
 SEGMENT_BYTES = 1 << 20
 _TAG_REDUCE, _TAG_GATHER = 7301, 7302
-
-
-def _reduce_into(target: torch.Tensor, incoming: torch.Tensor, op: str) -> None:
-    if op == "sum":
-        target.add_(incoming)
-    elif op == "max":
-        torch.maximum(target, incoming, out=target)
-    else:
-        torch.minimum(target, incoming, out=target)
 
 
 def _numpy(tensor: torch.Tensor):
@@ -51,16 +44,10 @@ def ring_allreduce(mpi_comm, flat: torch.Tensor, op: str,
     n = flat.numel()
     if size == 1 or n == 0:
         return flat
-    base, extra = divmod(n, size)
-    bounds = []
-    start = 0
-    for index in range(size):
-        stop = start + base + (1 if index < extra else 0)
-        bounds.append((start, stop))
-        start = stop
+    bounds = chunk_bounds(n, size)
     right, left = (rank + 1) % size, (rank - 1) % size
     segment = max(1, segment_bytes // flat.element_size())
-    scratch = torch.empty(min(segment, base + 1), dtype=flat.dtype)
+    scratch = torch.empty(min(segment, n // size + 1), dtype=flat.dtype)
 
     for step in range(size - 1):  # reduce-scatter
         send_lo, send_hi = bounds[(rank - step) % size]
@@ -74,7 +61,7 @@ def ring_allreduce(mpi_comm, flat: torch.Tensor, op: str,
             requests = [mpi_comm.Irecv(_numpy(incoming), source=left, tag=_TAG_REDUCE),
                         mpi_comm.Isend(_numpy(outgoing), dest=right, tag=_TAG_REDUCE)]
             wait(requests)
-            _reduce_into(target, incoming, op)
+            reduce_into(target, incoming, op)
     for step in range(size - 1):  # allgather of the reduced chunks
         send_lo, send_hi = bounds[(rank - step + 1) % size]
         recv_lo, recv_hi = bounds[(rank - step) % size]

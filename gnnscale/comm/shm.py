@@ -21,6 +21,8 @@ from typing import Callable
 
 import torch
 
+from .base import chunk_bounds, reduce_into
+
 SHM_DIR = "/dev/shm"
 
 
@@ -78,17 +80,6 @@ class SharedBuffer:
         return self.views[rank][:numel * itemsize].view(dtype)
 
 
-def chunk_bounds(numel: int, parts: int) -> list[tuple[int, int]]:
-    """``parts`` contiguous ranges covering ``range(numel)``, sizes differing by at most 1."""
-    base, extra = divmod(numel, parts)
-    bounds, start = [], 0
-    for index in range(parts):
-        stop = start + base + (1 if index < extra else 0)
-        bounds.append((start, stop))
-        start = stop
-    return bounds
-
-
 def shm_allreduce(buffers: list[torch.Tensor], rank: int, op: str,
                   barrier: Callable[[], None], ready: bool = False) -> torch.Tensor:
     """Reduce the equally shaped 1-D ``buffers`` (one per rank, all mapped here) in place.
@@ -114,13 +105,7 @@ def shm_allreduce(buffers: list[torch.Tensor], rank: int, op: str,
     for peer in range(size):
         if peer == rank:
             continue
-        incoming = buffers[peer][lo:hi]
-        if op == "sum":
-            target.add_(incoming)
-        elif op == "max":
-            torch.maximum(target, incoming, out=target)
-        else:
-            torch.minimum(target, incoming, out=target)
+        reduce_into(target, buffers[peer][lo:hi], op)
     for peer in range(size):
         if peer != rank:
             buffers[peer][lo:hi].copy_(target)

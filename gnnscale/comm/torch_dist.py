@@ -34,9 +34,10 @@ import torch
 import torch.distributed as dist
 
 from ..errors import CommError
-from .base import Communicator, Work, check_counts, check_op
+from .base import Work, check_alltoallv, check_op, check_root
 from .guard import (CallSignature, FailureBoard, Guard, StoreFailureBoard, resolve_check,
                     resolve_timeout, signature_length)
+from .guarded import GuardedCommunicator
 from .launch import LaunchInfo, detect_launch, slurm_rendezvous
 
 _REDUCE_OPS = {"sum": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX, "min": dist.ReduceOp.MIN}
@@ -106,7 +107,7 @@ class _GlooSignatures:
             _completion_event(work)
 
 
-class TorchCommunicator(Communicator):
+class TorchCommunicator(GuardedCommunicator):
     """A communicator over a ``torch.distributed`` process group.
 
     Use :meth:`create` for the job's world; :meth:`split` for sub-groups.
@@ -124,7 +125,7 @@ class TorchCommunicator(Communicator):
         self._signatures = signatures
         self._sig_len = signature_length(self._size)
         self._mpi_comm = mpi_comm  # mirror of this group in MPI, when launched by mpirun
-        self._seq = 0
+        self._init_calls()
         self.name = name
 
     @classmethod
@@ -183,23 +184,14 @@ class TorchCommunicator(Communicator):
         guard = Guard(rank, size, timeout, check, board)
         return cls(dist.group.WORLD, range(size), guard, signatures, world)
 
-    @property
-    def rank(self) -> int:
-        return self._rank
-
-    @property
-    def size(self) -> int:
-        return self._size
-
     # -- plumbing -------------------------------------------------------------------------
     def _begin(self, sig: CallSignature):
         """Check the signature (blocking) before posting; returns (label, start time)."""
         started = time.monotonic()
         self._seq += 1
-        seq = self._seq
-        what = lambda: f"{sig.describe()} (call #{seq} on {self.name})"  # noqa: E731
+        what = self._label(sig)
         if self._signatures is not None:
-            test, rows, finish, block = self._signatures.post(sig.encode(seq, self._size),
+            test, rows, finish, block = self._signatures.post(sig.encode(self._seq, self._size),
                                                               self._size)
             self.guard.wait(test, what, started, block=block)
             try:
@@ -210,17 +202,15 @@ class TorchCommunicator(Communicator):
         return what, started
 
     def _work(self, work, what, started, finish=None) -> Work:
-        block = _completion_event(work)
-
         def complete():
-            self.guard.wait(work.is_completed, what, started, block=block)
             try:
                 work.wait()
             except Exception as exc:  # gloo reports a dead peer as a connection error
                 self._raise_failed(what, exc)
             return finish() if finish is not None else None
 
-        return Work(complete, test_fn=work.is_completed)
+        return self._guarded_work(work.is_completed, what, started, complete,
+                                  block=_completion_event(work))
 
     def _raise_failed(self, what, exc: Exception) -> None:
         self.guard._last_poll = 0.0  # read the board now: a notice names the failed rank
@@ -253,11 +243,7 @@ class TorchCommunicator(Communicator):
 
     def alltoallv_async(self, send: torch.Tensor, send_counts: Sequence[int],
                         recv_counts: Sequence[int]) -> Work:
-        send_counts = check_counts(send_counts, self._size, "send_counts")
-        recv_counts = check_counts(recv_counts, self._size, "recv_counts")
-        if send.shape[0] != sum(send_counts):
-            raise ValueError(f"alltoallv: send has {send.shape[0]} rows but send_counts sum to "
-                             f"{sum(send_counts)}")
+        send_counts, recv_counts = check_alltoallv(send, send_counts, recv_counts, self._size)
         send = send.contiguous()
         recv = torch.empty((sum(recv_counts), *send.shape[1:]), dtype=send.dtype,
                            device=send.device)
@@ -281,8 +267,7 @@ class TorchCommunicator(Communicator):
         return self._work(work, what, started, lambda: out).wait()
 
     def broadcast(self, tensor: torch.Tensor, root: int = 0) -> torch.Tensor:
-        if not 0 <= root < self._size:
-            raise ValueError(f"broadcast root {root} out of range for {self._size} ranks")
+        check_root(root, self._size)
         if self._size == 1:
             return tensor
         what, started = self._begin(CallSignature("broadcast", None, tensor.dtype,

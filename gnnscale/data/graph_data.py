@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -25,6 +26,9 @@ class GraphData:
         train_mask, val_mask, test_mask: bool ``[N]``, disjoint node sets.
         name: a label used in summaries and logs.
         num_classes: number of classes; ``y.max() + 1`` (0 if no node is labeled) when ``None``.
+        node_stats: optional precomputed int64 ``[N]`` arrays ``out_degree`` and ``self_loops``
+            (a converted graph stores them; partitioning and part building reuse them).
+        mapped_from: the converted folder the arrays are memory-mapped from, if any.
 
     The constructor does not copy or convert arrays; call :meth:`validate` to check them.
     Undirected graphs store each edge in both directions (two CSR entries).
@@ -39,6 +43,8 @@ class GraphData:
     test_mask: np.ndarray
     name: str = "graph"
     num_classes: int | None = None
+    node_stats: dict | None = field(default=None, repr=False)
+    mapped_from: Path | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.num_classes is None:

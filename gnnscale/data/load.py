@@ -20,6 +20,8 @@ _FILE_DATASETS = {
     **{name: ("snap", [f"SNAP-{name}/raw/{name}.txt.gz", f"{name}/raw/{name}.txt.gz",
                        f"{name}.txt.gz", f"{name}.txt"])
        for name in ("email-enron", "email-enron-cc1", "facebook-combined", "astro-ph-cc1")},
+    **{name.lower(): ("ogb", [name.replace("-", "_"), name])
+       for name in ("ogbn-arxiv", "ogbn-products", "ogbn-papers100M")},
 }
 _GENERATED = ("sbm", "rmat")
 _ALIASES = {"roman-empire": "roman_empire", "amazon-ratings": "amazon_ratings",
@@ -45,7 +47,9 @@ def load_dataset(name_or_path, root=None, *, split: int = 0, **options) -> Graph
         name_or_path: a name from :data:`DATASET_NAMES` (case-insensitive): ``cora``,
             ``citeseer``, ``pubmed`` (Planetoid raw pickles, looked up as ``<root>/Cora/raw`` or
             ``<root>/Cora``), ``tolokers``, ``minesweeper``, ... (heterophilous-graphs npz, looked
-            up as ``<root>/<name>/raw/<name>.npz``), SNAP graphs (``email-enron``, ...);
+            up as ``<root>/<name>/raw/<name>.npz``), SNAP graphs (``email-enron``, ...), OGB
+            node-property sets (``ogbn-arxiv``, ``ogbn-products``, ``ogbn-papers100M``, looked
+            up as ``<root>/ogbn_arxiv``); ``gnnscale datasets download NAME`` fetches them;
             ``sbm`` or ``rmat`` (generated, ``options`` go to :func:`generate_sbm` /
             :func:`generate_rmat`; ``rmat`` defaults to ``scale=12`` and turns ``num_nodes``
             into the smallest scale with that many nodes); or a path to a file or
@@ -76,16 +80,14 @@ def load_dataset(name_or_path, root=None, *, split: int = 0, **options) -> Graph
         return _call(generate_rmat, "the rmat generator", options)
     root = Path(root) if root is not None else default_root()
     if key in _FILE_DATASETS:
-        kind, candidates = _FILE_DATASETS[key]
-        if key in _SNAP_FOLDERS:
-            candidates = [f"{_SNAP_FOLDERS[key]}/raw/{key}.txt.gz"] + candidates
-        for candidate in candidates:
-            path = root / candidate
-            if _exists(path):
-                return _load_kind(kind, path, split, {"name": key, **options})
-        looked = ", ".join(str(root / c) for c in candidates)
+        path = find_dataset(key, root)
+        if path is not None:
+            return _load_kind(_FILE_DATASETS[key][0], path, split, {"name": key, **options})
+        from gnnscale.data.registry import how_to_get
+
+        looked = ", ".join(str(root / c) for c in _candidates(key))
         raise DataError(f"dataset {key!r} not found under data root {root} (looked for {looked}); "
-                        "pass root= / --data-root or set GNNSCALE_DATA_ROOT")
+                        f"{how_to_get(key, root)}")
     path = Path(text).expanduser()
     if not _exists(path) and _exists(root / text):
         path = root / text
@@ -93,6 +95,26 @@ def load_dataset(name_or_path, root=None, *, split: int = 0, **options) -> Graph
         return load_path(path, split=split, **options)
     raise DataError(f"unknown dataset {text!r}: not a known name ({', '.join(DATASET_NAMES)}) "
                     "and no such file or directory")
+
+
+def find_dataset(name: str, root) -> Path | None:
+    """Where the known dataset ``name`` lies under ``root`` (the first of its usual locations
+    that exists), or None; names are case-insensitive and aliases are accepted."""
+    key = _ALIASES.get(name.lower(), name.lower())
+    if key not in _FILE_DATASETS:
+        return None
+    for candidate in _candidates(key):
+        path = Path(root) / candidate
+        if _exists(path):
+            return path
+    return None
+
+
+def _candidates(key: str) -> list[str]:
+    candidates = _FILE_DATASETS[key][1]
+    if key in _SNAP_FOLDERS:
+        candidates = [f"{_SNAP_FOLDERS[key]}/raw/{key}.txt.gz"] + candidates
+    return candidates
 
 
 def _exists(path: Path) -> bool:
@@ -114,6 +136,8 @@ def detect_format(path) -> tuple[str, Path]:
     """
     path = Path(path)
     if path.is_dir():
+        if (path / "manifest.json").is_file():
+            return _manifest_kind(path), path
         if any(path.glob("ind.*.graph")) or any((path / "raw").glob("ind.*.graph")):
             return "planetoid", path
         if _is_ogb(path):
@@ -162,6 +186,26 @@ def load_path(path, *, split: int = 0, **options) -> GraphData:
 _SNAP_SUFFIXES = (".txt", ".txt.gz", ".tsv", ".tsv.gz", ".edges", ".edges.gz", ".el", ".el.gz")
 
 
+def _manifest_kind(folder: Path) -> str:
+    """``converted`` for a converted graph folder (any version: opening checks it); a partition
+    store or another manifest is refused with what to do instead."""
+    import json
+
+    from gnnscale.data.converted import FORMAT
+
+    try:
+        kind = json.loads((folder / "manifest.json").read_text()).get("format")
+    except (OSError, ValueError, AttributeError):
+        kind = None
+    if kind == FORMAT:
+        return "converted"
+    if kind == "gnnscale-partition-store":
+        raise DataError(f"{folder} is a partition store, not a dataset: train on it with "
+                        f"--partitions {folder}")
+    raise DataError(f"{folder}/manifest.json is not a converted graph manifest (format "
+                    f"{kind!r}); convert the dataset with `gnnscale convert`")
+
+
 def _children(folder: Path):
     entries = sorted(folder.iterdir())
     raw = folder / "raw"
@@ -184,7 +228,8 @@ def _recognisable(path: Path) -> bool:
 
 
 def _is_ogb(path: Path) -> bool:
-    return ((path / "raw" / "edge.csv.gz").is_file() or (path / "raw" / "edge.csv").is_file()) \
+    raw = path / "raw"
+    return any((raw / name).is_file() for name in ("edge.csv.gz", "edge.csv", "data.npz")) \
         and (path / "split").is_dir()
 
 
@@ -199,9 +244,11 @@ def _load_kind(kind: str, path: Path, split: int, options: dict) -> GraphData:
         from gnnscale.data.ogb import load_ogb as loader
     elif kind == "scipy":
         from gnnscale.data.scipy_io import load_scipy as loader
+    elif kind == "converted":
+        from gnnscale.data.converted import open_converted as loader
     else:  # pragma: no cover - detect_format only returns the kinds above
         raise AssertionError(kind)
-    if kind == "planetoid":
+    if kind in ("planetoid", "converted"):
         options = {k: v for k, v in options.items() if k != "name"}  # prefix comes from files
     try:
         return _call(loader, f"the {kind} loader", {"split": split, **options}, path)

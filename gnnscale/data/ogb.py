@@ -8,6 +8,11 @@ Layout (``<dataset>/`` is e.g. ``ogbn_arxiv/``; ``.csv`` without ``.gz`` is acce
     <dataset>/raw/node-label.csv.gz      N lines, one class id (``nan`` = unlabeled)
     <dataset>/split/<scheme>/{train,valid,test}.csv.gz   node ids, one per line
 
+or the binary layout of the large sets (``ogbn-papers100M``, from ``papers100M-bin.zip``)::
+
+    <dataset>/raw/data.npz         edge_index [2, E], node_feat [N, F], num_nodes_list [1], ...
+    <dataset>/raw/node-label.npz   node_label [N, 1] (``nan`` = unlabeled)
+
 The split folder found is used; where there are several (``split/time``, ``split/random``),
 ``scheme=`` picks one. Edges are made undirected by default, as GNN training on OGB node tasks
 usually does (the ``ogb`` loader itself adds reverse edges only for some datasets, e.g.
@@ -28,6 +33,7 @@ import numpy as np
 from gnnscale.data._csr import csr_by_destination
 from gnnscale.data.features import synthetic_node_data
 from gnnscale.data.graph_data import GraphData
+from gnnscale.data.npz import open_npz, require
 from gnnscale.errors import DataError
 
 _SPLIT_FILES = ("train", "valid", "test")
@@ -79,24 +85,28 @@ def load_ogb(path, *, split: int = 0, scheme: str | None = None, symmetrize: boo
     folder = Path(path)
     raw = folder / "raw"
     edge_file = _find(raw, "edge")
-    if edge_file is None:
-        raise DataError(f"OGB folder {folder} has no raw/edge.csv.gz")
+    binary = edge_file is None and (raw / "data.npz").is_file()
+    if edge_file is None and not binary:
+        raise DataError(f"OGB folder {folder} has no raw/edge.csv.gz (nor raw/data.npz)")
     if split != 0:
         raise DataError(f"OGB datasets have one split per scheme; split={split} does not exist "
                         "(pick a scheme with scheme=NAME)")
     train_ids, val_ids, test_ids = _read_split(folder, scheme)
 
-    edges = read_csv(edge_file, np.int64, columns=2)
-    features = _optional(raw, "node-feat", np.float32)
-    label_file = _find(raw, "node-label")
-    if label_file is None:
-        raise DataError(f"OGB folder {folder} has no raw/node-label.csv.gz (node labels)")
-    labels = read_csv(label_file, np.float64)
+    if binary:
+        edges, features, labels, counts, label_file = _read_binary(raw)
+    else:
+        edges = read_csv(edge_file, np.int64, columns=2)
+        features = _optional(raw, "node-feat", np.float32)
+        label_file = _find(raw, "node-label")
+        if label_file is None:
+            raise DataError(f"OGB folder {folder} has no raw/node-label.csv.gz (node labels)")
+        labels = read_csv(label_file, np.float64)
+        counts = _optional(raw, "num-node-list", np.int64)
     if labels.shape[1] != 1:
         raise DataError(f"{label_file} has {labels.shape[1]} label columns; multi-label "
                         "datasets (e.g. ogbn-proteins) are not supported")
     labels = labels[:, 0]
-    counts = _optional(raw, "num-node-list", np.int64)
     if counts is not None and counts.size != 1:
         raise DataError(f"{raw}/num-node-list holds {counts.size} numbers; only single-graph "
                         "node-property datasets are supported")
@@ -129,6 +139,26 @@ def load_ogb(path, *, split: int = 0, scheme: str | None = None, symmetrize: boo
     return GraphData(indptr, indices, features, y, *masks,
                      name=name or folder.name.replace("_", "-"),
                      num_classes=num_classes).validate()
+
+
+def _read_binary(raw: Path):
+    """``(edges [E, 2], features or None, labels [N, 1], node counts, label file)`` from the
+    binary layout (``raw/data.npz`` + ``raw/node-label.npz``)."""
+    data_file, label_file = raw / "data.npz", raw / "node-label.npz"
+    with open_npz(data_file) as arrays:
+        require(arrays, ("edge_index",), data_file, "OGB binary")
+        edge_index = np.asarray(arrays["edge_index"], dtype=np.int64)
+        features = np.asarray(arrays["node_feat"], dtype=np.float32) \
+            if "node_feat" in arrays else None
+        counts = np.asarray(arrays["num_nodes_list"], dtype=np.int64) \
+            if "num_nodes_list" in arrays else None
+    if edge_index.ndim != 2 or edge_index.shape[0] != 2:
+        raise DataError(f"{data_file}: edge_index should have shape [2, E], found "
+                        f"{list(edge_index.shape)}")
+    with open_npz(label_file) as arrays:
+        require(arrays, ("node_label",), label_file, "OGB binary")
+        labels = np.asarray(arrays["node_label"], dtype=np.float64)
+    return edge_index.T, features, labels.reshape(labels.shape[0], -1), counts, label_file
 
 
 def _optional(raw: Path, stem: str, dtype):

@@ -7,11 +7,11 @@ from dataclasses import dataclass, fields
 import numpy as np
 import torch
 
-from partitioning.local_view import PartView, build_part_view
+from partitioning.local_view import PartView, PartViewBuilder
 
 from ..comm import Communicator
 from ..errors import UsageError
-from ..graph import LocalGraph
+from ..graph import LocalGraph, RankGraph
 
 SPLITS = ("train", "val", "test")
 
@@ -20,7 +20,7 @@ SPLITS = ("train", "val", "test")
 class LocalProblem:
     """This rank's graph, features, labels and masks, plus global facts every rank agrees on."""
 
-    graph: LocalGraph          # or a VertexCutGraph (same aggregate interface)
+    graph: RankGraph           # a LocalGraph (edge cut) or a VertexCutGraph (vertex cut)
     x: torch.Tensor            # [num_owned, F]
     y: torch.Tensor            # [num_owned] int64
     masks: dict                # split -> bool [num_owned]
@@ -54,9 +54,19 @@ class LocalProblem:
     @classmethod
     def from_graph_data(cls, data, node_parts: np.ndarray, comm: Communicator,
                         dtype=torch.float32, device="cpu") -> "LocalProblem":
-        """Every rank holds the whole ``GraphData`` and keeps only its part (small graphs)."""
-        view = build_part_view(data, node_parts, comm.rank, num_parts=comm.size)
-        owned = view.owned_nodes
+        """This rank's part of a ``GraphData`` that every rank can read, whole in memory or
+        memory-mapped from a converted folder: only this rank's rows are read (collective).
+
+        The halo comes from the rank's own rows; the rows the others need from it come from one
+        exchange of halo requests (:func:`exchange_halo_requests`), so no rank scans the whole
+        graph. The part equals the one built from the whole graph (tested).
+        """
+        builder = PartViewBuilder.for_graph(data, node_parts, comm.size)
+        owned, sources = builder.rows(comm.rank)
+        halo, halo_owner = builder.halo(comm.rank, sources)
+        requests = exchange_halo_requests(halo, halo_owner, comm)
+        view = builder.view(comm.rank, requests=requests, rows=(owned, sources))
+        del sources
         masks = {"train": data.train_mask[owned], "val": data.val_mask[owned],
                  "test": data.test_mask[owned]}
         return cls.from_part_arrays(view, data.x[owned], data.y[owned], masks, comm,
@@ -89,6 +99,21 @@ class LocalProblem:
                                                   num_classes, dtype=dtype, device=device)
         return cls.from_part_arrays(part.view, part.x, part.y, part.masks, comm, num_classes,
                                     dtype=dtype, device=device)
+
+
+def exchange_halo_requests(halo: np.ndarray, halo_owner: np.ndarray, comm: Communicator):
+    """``(ids, counts)``: the global ids every rank needs from this rank, grouped by the
+    requesting rank (ascending), from each rank's ``halo`` ordered by (owner, id).
+
+    Rank ``p`` sends every owner ``q`` the ascending ids of the ``q``-owned nodes in its halo,
+    which are exactly the rows ``q`` must send ``p`` in every layer (collective).
+    """
+    need = np.bincount(halo_owner, minlength=comm.size).astype(np.int64)
+    matrix = comm.allgather(torch.from_numpy(need)).numpy()  # [requester, owner]
+    asked = matrix[:, comm.rank].astype(np.int64)
+    received = comm.alltoallv(torch.from_numpy(np.ascontiguousarray(halo, dtype=np.int64)),
+                              need.tolist(), asked.tolist())
+    return received.numpy().astype(np.int64, copy=False), asked
 
 
 @dataclass

@@ -90,7 +90,7 @@ class Trainer:
         problem = self.problem
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
-        policy = getattr(problem.graph, "staleness", None)  # stale halos in training only
+        policy = problem.graph.staleness  # stale halos in training only
         if policy is not None:
             policy.begin_step()
         try:
@@ -156,23 +156,23 @@ class Trainer:
         with contextlib.ExitStack() as stack:
             if self.data_parallel is not None:  # no gradient allreduce in the probe
                 stack.enter_context(self.data_parallel.no_sync())
-            plan.align_posts = True
-            stack.callback(setattr, plan, "align_posts", False)
+            plan.configure(align_posts=True)
+            stack.callback(plan.configure, align_posts=False)
             for overlap in (False, True):
                 waits[overlap] = self._probe_once(plan, saved, overlap)
         self.optimizer.zero_grad(set_to_none=True)
         torch.set_rng_state(saved[0])
         dropout_rng.set_state(saved[1])
-        plan.overlap = saved[2]
+        plan.configure(overlap=saved[2])
         comm_s, exposed_s = waits[False], waits[True]
         return {"halo_comm_s": comm_s, "halo_exposed_s": exposed_s,
                 "overlap_fraction": max(0.0, 1.0 - exposed_s / comm_s) if comm_s > 0 else 1.0}
 
     def _probe_once(self, plan, saved, overlap: bool) -> float:
-        """One forward/backward with ``plan.overlap = overlap``; the halo wait it saw."""
+        """One forward/backward with the plan's ``overlap`` set so; the halo wait it saw."""
         torch.set_rng_state(saved[0])
         dropout_rng.set_state(saved[1])
-        plan.overlap = overlap
+        plan.configure(overlap=overlap)
         plan.stats.reset()
         self.model.train()
         self._summed_train_loss(self.model).backward()
@@ -201,7 +201,7 @@ class Trainer:
 
     def _staleness_report(self) -> dict:
         """Policy and age (epochs) of the halo values the last training step used."""
-        policy = getattr(self.problem.graph, "staleness", None)
+        policy = self.problem.graph.staleness
         if policy is None:
             return {"policy": "exact", "max_age": 0, "mean_age": 0.0}
         return policy.report()

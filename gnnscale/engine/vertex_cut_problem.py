@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from partitioning.vertex_cut.parts import vertex_cut_part
+
 from ..comm import Communicator
 from ..errors import UsageError
-from ..graph.vertex_cut import VertexCutGraph, vertex_cut_part
+from ..graph.vertex_cut import VertexCutGraph
 from .local_problem import LocalProblem
 
 # What VertexCutGraph reads: the arrays vertex_cut_part builds, under a vertex-cut store's names.
@@ -28,7 +30,7 @@ def vertex_cut_store_view(arrays: dict, where: str) -> tuple[dict, np.ndarray]:
     feature rows (local: no communication).
 
     A store part holds the same graph arrays as :func:`vertex_cut_part` builds in memory, plus
-    ``edge_ids`` and ``in_degree``/``out_degree`` that the graph does not read (it assembles
+    ``in_degree``/``out_degree``; the graph reads neither those nor ``edge_ids`` (it assembles
     degrees and self-loop counts at set-up, the same way for both sources). The store's ``x``
     covers every local node, masters first then mirrors; training needs the masters' rows only
     (mirrors get theirs from the master each layer), so those are kept. ``where`` names the file

@@ -7,6 +7,10 @@ from peer ``q`` form one contiguous block, in the order ``q`` sends them.
 Forward of the exchange gathers the requested rows and ``alltoallv``'s them; backward is the
 reverse ``alltoallv`` of the halo gradients (send and receive counts swapped) followed by an
 ``index_add`` into the owners' rows, so a row needed by several peers gets all their gradients.
+
+How the exchanges travel is set with :meth:`HaloPlan.configure`: overlapped with local compute
+or waited for at once, in which dtype rows go on the wire, and over the real network or a
+simulated slow one.
 """
 
 from __future__ import annotations
@@ -18,6 +22,9 @@ import numpy as np
 import torch
 
 from ..comm import Communicator, Work
+from .staleness_netsim import SlowNetwork
+
+_UNCHANGED = object()
 
 
 @dataclass
@@ -45,10 +52,9 @@ class HaloPlan:
     send_counts: list
     recv_counts: list
     stats: CommStats = field(default_factory=CommStats)
-    overlap: bool = True            # False: wait for the halo before any local compute
-    message_dtype: torch.dtype | None = None  # e.g. torch.bfloat16: halve the bytes on the wire
-    # True (the trainer's overlap probe only): every rank meets at a barrier before each post,
-    # so a wait measures the exchange itself, not a slower peer arriving late
+    # how exchanges travel: read them here, set them with configure()
+    overlap: bool = True
+    message_dtype: torch.dtype | None = None
     align_posts: bool = False
 
     @classmethod
@@ -65,7 +71,48 @@ class HaloPlan:
     def exchanges_anything(self) -> bool:
         return self.comm.size > 1
 
-    def _post(self, rows: torch.Tensor, send_counts, recv_counts) -> Work:
+    def configure(self, *, overlap=_UNCHANGED, message_dtype=_UNCHANGED,
+                  simulate_network=_UNCHANGED, align_posts=_UNCHANGED) -> "HaloPlan":
+        """Set how exchanges travel; arguments not given stay as they are. Returns the plan.
+
+        Args:
+            overlap: True (default): layers compute on owned rows while the halo travels;
+                False: every exchange is waited for right after it is posted (the same numbers,
+                all of the communication exposed; for measuring what overlap hides).
+            message_dtype: dtype of the rows on the wire, e.g. ``torch.bfloat16`` halves the
+                bytes; rows arrive converted back. None (default): the rows' own dtype.
+            simulate_network: ``(latency_s, bytes_per_s)``: every exchange completes no earlier
+                than its latency plus its bytes over that bandwidth after it was posted (a
+                simulated slow network, :mod:`.staleness_netsim`); None: the real network.
+            align_posts: True: every rank meets at a barrier before each post, so a wait
+                measures the exchange itself, not a slower peer arriving late (the trainer's
+                overlap probe only). Default False.
+        """
+        if overlap is not _UNCHANGED:
+            self.overlap = bool(overlap)
+        if message_dtype is not _UNCHANGED:
+            if message_dtype is not None and not isinstance(message_dtype, torch.dtype):
+                raise ValueError(f"message_dtype must be a torch.dtype or None, got "
+                                 f"{message_dtype!r}")
+            self.message_dtype = message_dtype
+        if simulate_network is not _UNCHANGED:
+            real = self.comm.inner if isinstance(self.comm, SlowNetwork) else self.comm
+            self.comm = real if simulate_network is None else SlowNetwork(real,
+                                                                          *simulate_network)
+        if align_posts is not _UNCHANGED:
+            self.align_posts = bool(align_posts)
+        return self
+
+    def counts(self, reverse: bool = False) -> tuple[list, list]:
+        """``(send_counts, recv_counts)`` of a forward exchange (owners to halos), or with
+        ``reverse=True`` of a reverse one (halos back to their owners)."""
+        if reverse:
+            return self.recv_counts, self.send_counts
+        return self.send_counts, self.recv_counts
+
+    def post(self, rows: torch.Tensor, send_counts, recv_counts) -> Work:
+        """Start an alltoallv of ``rows`` (block ``q`` to rank ``q``) as configured; ``wait()``
+        gives the received rows in ``rows``' dtype. Counted in :attr:`stats`."""
         if self.align_posts:
             self.comm.barrier()
         wire = rows if self.message_dtype in (None, rows.dtype) else rows.to(self.message_dtype)
@@ -78,12 +125,11 @@ class HaloPlan:
 
     def post_forward(self, owned: torch.Tensor) -> Work:
         """Start sending requested owned rows; ``wait()`` gives the halo rows [num_halo, F]."""
-        return self._post(owned.index_select(0, self.send_index), self.send_counts,
-                          self.recv_counts)
+        return self.post(owned.index_select(0, self.send_index), *self.counts())
 
     def post_backward(self, halo_grad: torch.Tensor) -> Work:
         """Start returning halo gradients to their owners; ``wait()`` gives the sent-row grads."""
-        return self._post(halo_grad, self.recv_counts, self.send_counts)
+        return self.post(halo_grad, *self.counts(reverse=True))
 
     def wait(self, work: Work) -> torch.Tensor:
         """Complete ``work``, charging the blocked time to ``stats.halo_wait_s``."""

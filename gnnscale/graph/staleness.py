@@ -43,11 +43,6 @@ FEATURES = "features"   # owner -> replica rows used in forward (frozen by `loca
 TO_OWNER = "to_owner"   # anything summed into owners: halo gradients, partial sums (dropped)
 
 
-def _counts(plan: HaloPlan, reverse: bool) -> tuple[list, list]:
-    return (plan.recv_counts, plan.send_counts) if reverse else (plan.send_counts,
-                                                                 plan.recv_counts)
-
-
 class StalenessPolicy:
     """Base: slot counting, the epoch counter and the per-epoch report."""
 
@@ -86,16 +81,20 @@ class StalenessPolicy:
 
     # Two-phase exchange: `start` may post, `finish` completes. Stale policies do everything in
     # `start` (they answer from buffers), the exact one overlaps like DistributedAggregate.
-    def start(self, key, rows: torch.Tensor, plan: HaloPlan, reverse: bool, kind: str):
-        send_counts, recv_counts = _counts(plan, reverse)
+    def start(self, key, rows: torch.Tensor, plan: HaloPlan, *, reverse: bool, kind: str):
+        """Begin exchange ``key`` of ``rows``: owners to replicas, or with ``reverse=True``
+        replicas back to owners; ``kind`` is :data:`FEATURES` or :data:`TO_OWNER`. Returns a
+        handle for :meth:`finish`."""
         self._ages.append(0)
-        return plan._post(rows.detach(), send_counts, recv_counts)
+        return plan.post(rows.detach(), *plan.counts(reverse=reverse))
 
     def finish(self, handle, plan: HaloPlan) -> torch.Tensor:
+        """The rows exchange ``handle`` delivers (fresh or stale, as the policy decides)."""
         return plan.wait(handle)
 
-    def exchange(self, key, rows, plan, reverse, kind) -> torch.Tensor:
-        return self.finish(self.start(key, rows, plan, reverse, kind), plan)
+    def exchange(self, key, rows, plan, *, reverse: bool, kind: str) -> torch.Tensor:
+        """:meth:`start` then :meth:`finish`."""
+        return self.finish(self.start(key, rows, plan, reverse=reverse, kind=kind), plan)
 
     def close(self) -> None:
         """Complete every outstanding exchange (collective: call on every rank)."""
@@ -105,9 +104,8 @@ class ExactPolicy(StalenessPolicy):
     """Fresh fetches, overlapped with what runs between start and finish (the vertex-cut
     aggregation's default when no policy is set, and in evaluation)."""
 
-    def start(self, key, rows, plan, reverse, kind):
-        send_counts, recv_counts = _counts(plan, reverse)
-        return plan._post(rows.detach(), send_counts, recv_counts)
+    def start(self, key, rows, plan, *, reverse, kind):
+        return plan.post(rows.detach(), *plan.counts(reverse=reverse))
 
 
 class _Done:
@@ -124,8 +122,7 @@ class _StalePolicy(StalenessPolicy):
         return handle.value
 
     def _sync(self, rows, plan, reverse):
-        send_counts, recv_counts = _counts(plan, reverse)
-        return plan.wait(plan._post(rows.detach(), send_counts, recv_counts))
+        return plan.wait(plan.post(rows.detach(), *plan.counts(reverse=reverse)))
 
 
 class PipelinedPolicy(_StalePolicy):
@@ -142,8 +139,7 @@ class PipelinedPolicy(_StalePolicy):
     def spec(self) -> str:
         return f"pipelined:{self.gamma:g}" if self.gamma else "pipelined"
 
-    def start(self, key, rows, plan, reverse, kind):
-        send_counts, recv_counts = _counts(plan, reverse)
+    def start(self, key, rows, plan, *, reverse, kind):
         state = self.states.get(key)
         if state is None:  # first use: nothing stale yet, fetch synchronously
             value = self._sync(rows, plan, reverse)
@@ -155,7 +151,7 @@ class PipelinedPolicy(_StalePolicy):
         used = received if not self.gamma else \
             self.gamma * state["used"] + (1.0 - self.gamma) * received.to(state["used"].dtype)
         state["used"] = used
-        state["pending"] = plan._post(rows.detach(), send_counts, recv_counts)
+        state["pending"] = plan.post(rows.detach(), *plan.counts(reverse=reverse))
         self._ages.append(1)
         return _Done(used)
 
@@ -197,12 +193,12 @@ class DelayedPolicy(_StalePolicy):
     def _layout(self, plan, reverse):
         key = (id(plan), reverse)
         if key not in self._buckets:
-            send_counts, recv_counts = _counts(plan, reverse)
+            send_counts, recv_counts = plan.counts(reverse=reverse)
             self._buckets[key] = (_bucket_positions(send_counts, self.rounds),
                                   _bucket_positions(recv_counts, self.rounds))
         return self._buckets[key]
 
-    def start(self, key, rows, plan, reverse, kind):
+    def start(self, key, rows, plan, *, reverse, kind):
         state = self.states.get(key)
         if state is None:
             value = self._sync(rows, plan, reverse).clone()
@@ -217,8 +213,8 @@ class DelayedPolicy(_StalePolicy):
             buffer[recv_pos[bucket]] = plan.wait(work).to(buffer.dtype)
             state["sent_epoch"][bucket] = sent_epoch
         bucket = self.epoch % self.rounds
-        work = plan._post(rows.detach().index_select(0, send_pos[bucket]), send_counts[bucket],
-                          recv_counts[bucket])
+        work = plan.post(rows.detach().index_select(0, send_pos[bucket]), send_counts[bucket],
+                         recv_counts[bucket])
         pending.append((self.epoch, bucket, work))
         self._ages.append(max(self.epoch - e for e in state["sent_epoch"]))
         return _Done(buffer)
@@ -234,7 +230,7 @@ class LocalPolicy(_StalePolicy):
 
     name = "local"
 
-    def start(self, key, rows, plan, reverse, kind):
+    def start(self, key, rows, plan, *, reverse, kind):
         state = self.states.get(key)
         if state is None:
             value = self._sync(rows, plan, reverse)
@@ -275,7 +271,7 @@ class StaleAggregate(torch.autograd.Function):
     def forward(ctx, owned, inner, boundary, plan, policy, slot):
         ctx.blocks = (inner, boundary, plan, policy, slot)
         halo = policy.exchange((slot, "fwd"), owned.index_select(0, plan.send_index), plan,
-                               False, FEATURES)
+                               reverse=False, kind=FEATURES)
         out = inner.matmul(owned)
         if boundary.nnz:
             out = out + boundary.matmul(halo.to(out.dtype))
@@ -288,7 +284,7 @@ class StaleAggregate(torch.autograd.Function):
             return None, None, None, None, None, None
         grad_out = grad_out.contiguous()
         halo_grad = boundary.matmul_transposed(grad_out)
-        sent_grad = policy.exchange((slot, "bwd"), halo_grad, plan, True, TO_OWNER)
+        sent_grad = policy.exchange((slot, "bwd"), halo_grad, plan, reverse=True, kind=TO_OWNER)
         grad_owned = inner.matmul_transposed(grad_out)
         plan.accumulate_into_owned(grad_owned, sent_grad)
         return grad_owned, None, None, None, None, None
@@ -301,11 +297,12 @@ class StaleHaloExchange(torch.autograd.Function):
     def forward(ctx, owned, plan, policy, slot):
         ctx.state = (plan, policy, slot, owned.shape[0])
         return policy.exchange((slot, "fwd"), owned.index_select(0, plan.send_index), plan,
-                               False, FEATURES).to(owned.dtype)
+                               reverse=False, kind=FEATURES).to(owned.dtype)
 
     @staticmethod
     def backward(ctx, halo_grad):
         plan, policy, slot, num_owned = ctx.state
-        sent_grad = policy.exchange((slot, "bwd"), halo_grad.contiguous(), plan, True, TO_OWNER)
+        sent_grad = policy.exchange((slot, "bwd"), halo_grad.contiguous(), plan, reverse=True,
+                                    kind=TO_OWNER)
         owned_grad = halo_grad.new_zeros((num_owned, *halo_grad.shape[1:]))
         return plan.accumulate_into_owned(owned_grad, sent_grad), None, None, None

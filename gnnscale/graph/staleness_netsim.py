@@ -5,7 +5,8 @@ bytes leaving this rank completes no earlier than ``t + latency_s + B / bandwidt
 ``wait()`` sleeps for what is left. Everything else is delegated untouched. The sleep is charged
 only where a rank waits, so a policy that completes an exchange an epoch after posting it
 (pipelined, delayed) hides the simulated delay the way it would hide a real one, while exact
-waits for it within the layer. Attach with ``plan.comm = SlowNetwork(plan.comm, ...)``.
+waits for it within the layer. A halo plan uses it after
+``plan.configure(simulate_network=(latency_s, bytes_per_s))``.
 """
 
 from __future__ import annotations

@@ -26,46 +26,13 @@ wrapped PyG convs) are not supported on a vertex cut.
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 import torch
 
 from ..comm import Communicator
 from .halo import HaloPlan
+from .rank_graph import RankGraph
 from .sparse import SparseBlock
 from .staleness import FEATURES, TO_OWNER, ExactPolicy
-
-NORMALISATIONS = ("gcn", "mean", "sum")
-
-
-def vertex_cut_part(graph, node_parts: np.ndarray, edge_parts: np.ndarray, part: int) -> dict:
-    """Arrays of one part of a vertex cut, with the field names of a vertex-cut store part.
-
-    owned_nodes (masters, ascending), mirror_nodes (ordered by (master part, id)), mirror_owner,
-    and a CSR by destination over local nodes (owned then mirrors): ``indptr``, ``indices``.
-    """
-    indptr = np.asarray(graph.indptr, np.int64)
-    indices = np.asarray(graph.indices, np.int64)
-    n = indptr.shape[0] - 1
-    node_parts = np.asarray(node_parts)
-    mine = np.flatnonzero(np.asarray(edge_parts) == part)
-    dst = np.searchsorted(indptr, mine, side="right") - 1
-    src = indices[mine]
-    owned = np.flatnonzero(node_parts == part).astype(np.int64)
-    present = np.unique(np.concatenate([src, dst]))
-    mirrors = present[node_parts[present] != part]
-    owner = node_parts[mirrors]
-    order = np.lexsort((mirrors, owner))
-    mirrors, owner = mirrors[order], owner[order]
-    local = np.concatenate([owned, mirrors])
-    lookup = np.full(n, -1, dtype=np.int64)
-    lookup[local] = np.arange(local.size)
-    rows = lookup[dst]
-    by_row = np.argsort(rows, kind="stable")
-    local_indptr = np.zeros(local.size + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=local.size), out=local_indptr[1:])
-    return {"owned_nodes": owned, "mirror_nodes": mirrors.astype(np.int64),
-            "mirror_owner": owner.astype(np.int32), "indptr": local_indptr,
-            "indices": lookup[src][by_row]}
 
 
 def _mirror_plan(arrays: dict, comm: Communicator, device) -> HaloPlan:
@@ -100,11 +67,11 @@ class VertexCutAggregate(torch.autograd.Function):
         oo, om, mo, mm = blocks
         ctx.state = (blocks, plan, policy, slot)
         handle = policy.start((slot, "fwd"), owned.index_select(0, plan.send_index), plan,
-                              False, FEATURES)
+                              reverse=False, kind=FEATURES)
         out = oo.matmul(owned)
         mirror = policy.finish(handle, plan).to(owned.dtype)
         partial = mo.matmul(owned) + mm.matmul(mirror)
-        handle = policy.start((slot, "sum"), partial, plan, True, TO_OWNER)
+        handle = policy.start((slot, "sum"), partial, plan, reverse=True, kind=TO_OWNER)
         out = out + om.matmul(mirror)
         return plan.accumulate_into_owned(out, policy.finish(handle, plan))
 
@@ -115,21 +82,21 @@ class VertexCutAggregate(torch.autograd.Function):
             return None, None, None, None, None
         grad_out = grad_out.contiguous()
         handle = policy.start((slot, "bwd"), grad_out.index_select(0, plan.send_index), plan,
-                              False, TO_OWNER)
+                              reverse=False, kind=TO_OWNER)
         grad_owned = oo.matmul_transposed(grad_out)
         grad_mirror_partial = policy.finish(handle, plan).to(grad_out.dtype)
         grad_owned = grad_owned + mo.matmul_transposed(grad_mirror_partial)
         grad_mirror = om.matmul_transposed(grad_out) + mm.matmul_transposed(grad_mirror_partial)
-        sent = policy.exchange((slot, "bwd_sum"), grad_mirror, plan, True, TO_OWNER)
+        sent = policy.exchange((slot, "bwd_sum"), grad_mirror, plan, reverse=True, kind=TO_OWNER)
         return plan.accumulate_into_owned(grad_owned, sent), None, None, None, None
 
 
-class VertexCutGraph:
-    """One rank's share of a vertex cut; the same ``aggregate`` interface as ``LocalGraph``."""
+class VertexCutGraph(RankGraph):
+    """One rank's share of a vertex cut: masters own, mirrors play the halo's part."""
 
     def __init__(self, arrays: dict, comm: Communicator, dtype: torch.dtype = torch.float32,
                  device="cpu"):
-        self.comm, self.dtype, self.device = comm, dtype, torch.device(device)
+        super().__init__(comm, dtype, device)
         self.owned_nodes = np.asarray(arrays["owned_nodes"], np.int64)
         self.mirror_nodes = np.asarray(arrays["mirror_nodes"], np.int64)
         self.num_owned = int(self.owned_nodes.size)
@@ -138,10 +105,7 @@ class VertexCutGraph:
         self.indptr = np.asarray(arrays["indptr"], np.int64)
         self.indices = np.asarray(arrays["indices"], np.int64)
         self.halo_plan = _mirror_plan(arrays, comm, self.device)
-        self.staleness = None
         self._exact = ExactPolicy()
-        self._blocks: dict = {}
-        self._constant_cache: dict = {}
         self.in_degree, self.self_loops = self._global_counts()
 
     @property
@@ -166,64 +130,52 @@ class VertexCutGraph:
         owned, mirror = counts[:self.num_owned].clone(), counts[self.num_owned:]
         plan = self.halo_plan
         if plan.exchanges_anything:
-            recv = plan.recv_counts, plan.send_counts
-            plan.accumulate_into_owned(owned, self.comm.alltoallv(mirror.contiguous(), *recv))
+            plan.accumulate_into_owned(owned, self.comm.alltoallv(
+                mirror.contiguous(), *plan.counts(reverse=True)))
             mirror = self.comm.alltoallv(owned.index_select(0, plan.send_index).contiguous(),
-                                         plan.send_counts, plan.recv_counts)
+                                         *plan.counts())
         total = torch.cat([owned, mirror]).numpy()
         return total[:, 0].astype(np.int64), total[:, 1].astype(np.int64)
 
-    def _weighted(self, kind: str) -> sp.csr_matrix:
-        rows, cols = self._rows(), self.indices
-        if kind == "sum":
-            weights = np.ones(cols.shape[0])
-        elif kind == "mean":
-            weights = 1.0 / self.in_degree[rows].astype(np.float64)
-        elif kind == "gcn":
-            keep = rows != cols
-            loops = np.arange(self.num_owned, dtype=np.int64)  # one unit loop, at the master
-            rows = np.concatenate([rows[keep], loops])
-            cols = np.concatenate([cols[keep], loops])
-            inv_sqrt = 1.0 / np.sqrt((self.in_degree - self.self_loops + 1).astype(np.float64))
-            weights = inv_sqrt[rows] * inv_sqrt[cols]
-        else:
-            raise ValueError(f"unknown normalisation {kind!r}; choose one of "
-                             f"{', '.join(NORMALISATIONS)}")
-        return sp.csr_matrix((weights, (rows, cols)), shape=(self.num_local, self.num_local))
-
     def blocks(self, kind: str):
         """(owned<-owned, owned<-mirror, mirror<-owned, mirror<-mirror) blocks, built once."""
-        if kind not in self._blocks:
-            m, k = self._weighted(kind), self.num_owned
-            self._blocks[kind] = tuple(SparseBlock(block, self.dtype, self.device) for block in
-                                       (m[:k, :k], m[:k, k:], m[k:, :k], m[k:, k:]))
-        return self._blocks[kind]
+        def build():
+            m = self._normalised(self._rows(), self.indices, kind, self.in_degree,
+                                 self.self_loops, self.num_local)
+            k = self.num_owned
+            return tuple(SparseBlock(block, self.dtype, self.device) for block in
+                         (m[:k, :k], m[:k, k:], m[k:, :k], m[k:, k:]))
+        return self._cached_blocks(kind, build)
 
     def aggregate(self, owned: torch.Tensor, kind: str) -> torch.Tensor:
         """Normalised aggregation over every part's edges into this rank's masters."""
-        policy = self.staleness if (self.staleness is not None and self.staleness.active
-                                    and self.halo_plan.exchanges_anything) else None
+        policy = self.active_policy()
         slot = policy.next_slot() if policy is not None else 0
         blocks = self.blocks(kind)
         if not self.halo_plan.exchanges_anything:
             return blocks[0].matmul(owned) if not owned.requires_grad else \
                 _OwnedOnly.apply(owned, blocks[0])
-        constant = not owned.requires_grad and policy is None
-        if constant:
-            hit = self._constant_cache.get(kind)
-            if hit is not None and hit[0] is owned and hit[1] == owned._version:
-                return hit[2]
+        if policy is None:  # a stale result must not be cached
+            hit = self._constant_hit(owned, kind)
+            if hit is not None:
+                return hit
         out = VertexCutAggregate.apply(owned, blocks, self.halo_plan, policy or self._exact, slot)
-        if constant:
-            self._constant_cache[kind] = (owned, owned._version, out)
+        if policy is None:
+            self._remember_constant(owned, kind, out)
         return out
 
     def gather_with_halo(self, owned):
+        """Refused: a vertex cut gives no rank every in-edge of a node (see the module doc)."""
         raise ValueError("this layer needs every edge's source row, which a vertex cut does not "
                          "give; on a vertex cut use gcn, sage (mean/sum) or gin, or partition "
                          "with an edge cut (metis, ldg, fennel, ...)")
 
+    def halo_async(self, owned):
+        """Refused, as :meth:`gather_with_halo`."""
+        self.gather_with_halo(owned)
+
     def local_edge_index(self):
+        """Refused, as :meth:`gather_with_halo`."""
         self.gather_with_halo(None)
 
     def __repr__(self) -> str:

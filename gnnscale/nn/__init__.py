@@ -1,7 +1,7 @@
 """Distributed GNN layers and models.
 
 Every layer and norm is called as ``module(x, graph)`` with this rank's rows ``x`` and its
-:class:`~gnnscale.graph.LocalGraph`, and equals its PyG (or torch) counterpart applied to the
+:class:`~gnnscale.graph.RankGraph`, and equals its PyG (or torch) counterpart applied to the
 whole graph: :class:`GCNLayer` (``GCNConv``), :class:`SAGELayer` (``SAGEConv``, mean/sum/max),
 :class:`GATLayer` (``GATConv``), :class:`GINLayer` (``GINConv``), :class:`DistributedConv` (any
 one-hop ``MessagePassing`` layer), :class:`DistributedBatchNorm` (``BatchNorm1d``) and

@@ -1,4 +1,5 @@
-"""Distributed graph convolutions. Each takes this rank's rows and its :class:`LocalGraph`.
+"""Distributed graph convolutions. Each takes this rank's rows and its graph
+(:class:`~gnnscale.graph.RankGraph`).
 
 Parameters are laid out as in PyG (``lin.weight`` + ``bias`` for GCN; ``lin_l`` with bias and
 ``lin_r`` without for SAGE), so weights move between gnnscale and PyG one-to-one.
@@ -17,7 +18,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..graph import LocalGraph
+from ..graph import RankGraph
 from .edge_ops import inner_first_edges, local_edges, scatter_max
 
 ORDERS = ("auto", "aggregate_first", "transform_first")
@@ -64,7 +65,7 @@ class GCNLayer(nn.Module):
         if self.bias is not None:
             nn.init.zeros_(self.bias)
 
-    def forward(self, x: torch.Tensor, graph: LocalGraph) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, graph: RankGraph) -> torch.Tensor:
         if not self.transform_first:  # the bias rides in the GEMM (addmm)
             return F.linear(graph.aggregate(x, "gcn"), self.lin.weight, self.bias)
         out = graph.aggregate(self.lin(x), "gcn")
@@ -111,7 +112,7 @@ class SAGELayer(nn.Module):
         self.lin_l.reset_parameters()
         self.lin_r.reset_parameters()
 
-    def forward(self, x: torch.Tensor, graph: LocalGraph) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, graph: RankGraph) -> torch.Tensor:
         if self.aggr == "max":
             return self._forward_max(x, graph)
         if self.transform_first:
@@ -127,11 +128,11 @@ class SAGELayer(nn.Module):
         return F.linear(stacked, torch.cat([self.lin_l.weight, self.lin_r.weight], dim=1),
                         self.lin_l.bias)
 
-    def _forward_max(self, x: torch.Tensor, graph: LocalGraph) -> torch.Tensor:
+    def _forward_max(self, x: torch.Tensor, graph: RankGraph) -> torch.Tensor:
         """Max over ``[owned; halo]`` rows. The halo exchange is posted first and overlaps the
         root transform and the gathering of owned source rows; one scatter-max over all edges
         afterwards (so ties share the gradient exactly as in PyG)."""
-        finish = getattr(graph, "halo_async", lambda _x: None)(x)
+        finish = graph.halo_async(x)
         if finish is None:  # nothing to overlap: fetch the halo, then gather
             src, dst = local_edges(graph)
             rows = graph.gather_with_halo(x).index_select(0, src)

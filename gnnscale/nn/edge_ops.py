@@ -16,12 +16,12 @@ import weakref
 
 import torch
 
-from ..graph import LocalGraph
+from ..graph import RankGraph
 
-_cache: "weakref.WeakKeyDictionary[LocalGraph, dict]" = weakref.WeakKeyDictionary()
+_cache: "weakref.WeakKeyDictionary[RankGraph, dict]" = weakref.WeakKeyDictionary()
 
 
-def cached(graph: LocalGraph, key: str, build):
+def cached(graph: RankGraph, key: str, build):
     """``build()`` once per (graph, key); later calls return the stored value."""
     per_graph = _cache.setdefault(graph, {})
     if key not in per_graph:
@@ -29,7 +29,7 @@ def cached(graph: LocalGraph, key: str, build):
     return per_graph[key]
 
 
-def local_edges(graph: LocalGraph) -> tuple[torch.Tensor, torch.Tensor]:
+def local_edges(graph: RankGraph) -> tuple[torch.Tensor, torch.Tensor]:
     """``(src, dst)`` of every local edge: src in ``[0, num_local)``, dst an owned row."""
     def build():
         edge_index = graph.local_edge_index()
@@ -37,7 +37,7 @@ def local_edges(graph: LocalGraph) -> tuple[torch.Tensor, torch.Tensor]:
     return cached(graph, "edges", build)
 
 
-def inner_first_edges(graph: LocalGraph) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def inner_first_edges(graph: RankGraph) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """``(inner_src, halo_src, dst)``: the local edges reordered with owned sources first;
     ``inner_src`` indexes owned rows, ``halo_src`` halo rows (``src - num_owned``), ``dst`` the
     destinations of both, in that order."""
@@ -49,7 +49,7 @@ def inner_first_edges(graph: LocalGraph) -> tuple[torch.Tensor, torch.Tensor, to
     return cached(graph, "edges, inner first", build)
 
 
-def local_edges_with_self_loops(graph: LocalGraph) -> tuple[torch.Tensor, torch.Tensor]:
+def local_edges_with_self_loops(graph: RankGraph) -> tuple[torch.Tensor, torch.Tensor]:
     """Local edges with existing self-loops removed and one self-loop per owned node appended.
 
     This is PyG's ``remove_self_loops`` + ``add_self_loops`` (as in ``GATConv``). Owned node

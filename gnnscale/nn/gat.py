@@ -15,7 +15,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..graph import LocalGraph
+from ..graph import RankGraph
 from .dropout import dropout as fast_dropout
 from .edge_ops import edge_softmax, local_edges, local_edges_with_self_loops, scatter_sum
 
@@ -79,7 +79,7 @@ class GATLayer(nn.Module):
         if self.bias is not None:
             nn.init.zeros_(self.bias)
 
-    def forward(self, x: torch.Tensor, graph: LocalGraph) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, graph: RankGraph) -> torch.Tensor:
         heads, width = self.heads, self.out_dim
         h = self.lin(x).view(-1, heads, width)
         score_src = (h * self.att_src).sum(dim=-1)

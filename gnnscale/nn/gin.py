@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..graph import LocalGraph
+from ..graph import RankGraph
 from .conv import _transform_first
 
 
@@ -62,7 +62,7 @@ class GINLayer(nn.Module):
                 module.reset_parameters()
         self.eps.data.fill_(self.initial_eps)
 
-    def forward(self, x: torch.Tensor, graph: LocalGraph) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, graph: RankGraph) -> torch.Tensor:
         if self.transform_first:
             first = self.nn[0]
             xw = x @ first.weight.t()

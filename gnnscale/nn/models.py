@@ -18,7 +18,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..graph import LocalGraph
+from ..graph import RankGraph
 from .conv import GCNLayer, SAGELayer
 from .dropout import dropout as fast_dropout
 from .dropout import relu_dropout
@@ -27,7 +27,6 @@ from .gin import GINLayer
 from .norms import NORMS, make_norm
 from .pyg_wrapper import DistributedConv
 
-LAYERS = {"gcn": GCNLayer, "sage": SAGELayer}  # the original two, by class
 MODEL_NAMES = ("gcn", "sage", "sage-max", "gat", "gin", "gatv2", "graphconv")
 ACTIVATIONS = {"relu": F.relu, "elu": F.elu, "gelu": F.gelu}
 
@@ -126,7 +125,7 @@ class GNN(nn.Module):
                 self.norms.append(make_norm(norm, out_width) or nn.Identity())
             width = out_width
 
-    def forward(self, x: torch.Tensor, graph: LocalGraph) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, graph: RankGraph) -> torch.Tensor:
         act = ACTIVATIONS[self.activation]
         dropped = False  # x already went through the next layer's input dropout
         for i, layer in enumerate(self.layers):

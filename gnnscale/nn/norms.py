@@ -18,7 +18,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from ..comm import Communicator
-from ..graph import LocalGraph
+from ..graph import RankGraph
 
 
 class _AllReduceSum(torch.autograd.Function):
@@ -109,7 +109,7 @@ class DistributedBatchNorm(nn.Module):
             nn.init.ones_(self.weight)
             nn.init.zeros_(self.bias)
 
-    def forward(self, x: torch.Tensor, graph: LocalGraph) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, graph: RankGraph) -> torch.Tensor:
         if self.training or not self.track_running_stats:
             mean, var, count = global_moments(x, graph.comm, self.running_mean)
             if self.training and self.track_running_stats:
@@ -166,7 +166,7 @@ class LayerNorm(nn.Module):
             nn.init.ones_(self.weight)
             nn.init.zeros_(self.bias)
 
-    def forward(self, x: torch.Tensor, graph: LocalGraph) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, graph: RankGraph) -> torch.Tensor:
         if self.mode == "node":
             return F.layer_norm(x, (self.num_features,), self.weight, self.bias, self.eps)
         mean, var, _ = global_moments(x, graph.comm, dim=(0, 1))

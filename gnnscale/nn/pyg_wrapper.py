@@ -14,7 +14,7 @@ import torch
 from torch import nn
 from torch.nn.parameter import is_lazy
 
-from ..graph import LocalGraph
+from ..graph import RankGraph
 from .edge_ops import cached
 
 # Layers whose output at a node depends on more than its in-edges and their sources' rows:
@@ -105,7 +105,7 @@ class DistributedConv(nn.Module):
     def reset_parameters(self) -> None:
         self.conv.reset_parameters()
 
-    def forward(self, x: torch.Tensor, graph: LocalGraph, **kwargs) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, graph: RankGraph, **kwargs) -> torch.Tensor:
         """Extra keyword arguments go to ``conv`` unchanged."""
         edge_index = cached(graph, "edge_index", graph.local_edge_index)
         x_all = graph.gather_with_halo(x)

@@ -13,10 +13,9 @@ BALANCE_TARGETS = ("nodes", "edges", "train")
 
 
 def _metis_adjacency(graph: CSRGraph) -> CSRGraph:
-    """Symmetric graph without self loops or duplicates, as METIS requires."""
-    src, dst = graph.edge_index()
-    return CSRGraph.from_edge_index(src, dst, graph.num_nodes, symmetrize=True,
-                                    remove_self_loops=True)
+    """Symmetric graph without self loops or duplicates, as METIS requires (the graph itself,
+    without a copy, when it already is one)."""
+    return graph.undirected_simple()
 
 
 def constraint_weights(graph: CSRGraph, balance, train_mask) -> np.ndarray:

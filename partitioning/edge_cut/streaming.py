@@ -97,7 +97,7 @@ class _StreamingPartitioner(Partitioner):
     def _partition(self, graph, train_mask):
         n, p = graph.num_nodes, self.num_parts
         capacity = max(1, math.ceil(float(self.method_params["slack"]) * n / p - 1e-9))
-        out_indptr, out_dst, _ = transpose_csr(graph.indptr, graph.indices, n)
+        out_indptr, out_dst, _ = transpose_csr(graph.indptr, graph.indices, n, edge_ids=False)
         order = np.random.default_rng(self.seed).permutation(n)
         alpha, gamma = self._alpha_gamma(graph)
         node_parts = np.full(n, -1, dtype=np.int32)

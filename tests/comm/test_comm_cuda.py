@@ -1,7 +1,7 @@
 """CUDA / NCCL: the torch backend on GPU tensors. Skipped where torch sees no GPU.
 
 NCCL refuses two ranks on one GPU, so the multi-rank case needs two or more GPUs; the one-rank
-case still runs every code path through NCCL and DataParallel on a single GPU.
+case runs every code path through NCCL and DataParallel on a single GPU.
 """
 
 import subprocess

@@ -1,8 +1,8 @@
 """Jobs that would hang end quickly instead, every rank non-zero, with a message naming ranks.
 
 Each case is a real 2-rank ``mpirun`` job of comm_failure_driver.py. The limits are generous
-(a loaded machine starts Python slowly); the issue asks for seconds for mismatches and at most
-30 s after a failure, which the elapsed-time checks bound from above.
+(a loaded machine starts Python slowly); the elapsed-time checks bound from above what
+gnnscale promises: a mismatch ends the job within seconds, a failure within 30 s.
 """
 
 import time

@@ -1,19 +1,17 @@
-"""Shared fixtures for the data tests: where the read-only real datasets live."""
+"""Fixtures for the data tests: the real datasets the repository ships, and writable copies."""
 
 import shutil
 from pathlib import Path
 
 import pytest
 
-DATASETS = Path(__file__).resolve().parents[2].parent / "shared" / "datasets"
+from mpi_launch import DATASETS_ROOT
 
 
 @pytest.fixture
 def datasets() -> Path:
-    """The shared read-only dataset folder; skips the test when it is absent."""
-    if not DATASETS.is_dir():
-        pytest.skip(f"real datasets not found at {DATASETS}")
-    return DATASETS
+    """The repository's ``datasets/`` folder (treat as read-only: copy before writing)."""
+    return DATASETS_ROOT
 
 
 @pytest.fixture
@@ -22,8 +20,6 @@ def planetoid_copy(datasets, tmp_path):
 
     def copy(name: str) -> Path:
         source = datasets / name / "raw"
-        if not source.is_dir():
-            pytest.skip(f"{source} not found")
         target = tmp_path / name / "raw"
         target.mkdir(parents=True)
         for file in source.iterdir():

@@ -1,4 +1,4 @@
-"""Under mpirun (1 or 4 ranks): the issue's quality bars, 3 seeds each, written as JSON.
+"""Under mpirun (1 or 4 ranks): the quality bars of test_quality_bars.py, 3 seeds each, written as JSON.
 
 Usage: mpirun -n P python quality_driver.py DATASETS_ROOT OUT.json
 """

@@ -1,4 +1,4 @@
-"""bf16 compute (autocast) in the trainer: transforms run in bf16, training still learns."""
+"""bf16 compute (autocast) in the trainer: transforms run in bf16 and training learns."""
 
 import numpy as np
 import pytest

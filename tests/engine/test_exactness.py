@@ -2,8 +2,8 @@
 
 For 1-4 ranks, every partitioner, GCN and SAGE, on Cora and on a graph with isolated nodes:
 the losses of 5 Adam steps and the logits after them match PyG's GCNConv/SAGEConv trained on
-the whole graph from the same initial weights, within 5e-5
-relative (float32 summed in other orders: see exactness_cases.TOLERANCE).
+the whole graph from the same initial weights, within 5e-5 relative (float32 summed in other
+orders, amplified by Adam: see exactness_cases.TOLERANCE).
 """
 
 from pathlib import Path

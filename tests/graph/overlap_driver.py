@@ -17,7 +17,7 @@ from partitioning import make_partitioner
 
 def train(problem, comm, data, model_name, overlap, halo_dtype):
     plan = problem.graph.halo_plan
-    plan.overlap, plan.message_dtype = overlap, halo_dtype
+    plan.configure(overlap=overlap, message_dtype=halo_dtype)
     torch.manual_seed(0)
     model = GNN(model_name, data.num_features, 16, data.num_classes, dropout=0.5)
     trainer = Trainer(model, problem, comm, seed=1)

@@ -81,3 +81,26 @@ def test_bad_edge_lists_are_refused():
     with pytest.raises(PartitionError):  # it is a ValueError too
         CSRGraph([0, 1], [3])
     assert issubclass(PartitionError, ValueError)
+
+
+def test_undirected_simple_reuses_a_graph_that_already_is_one():
+    import numpy as np
+
+    from partitioning.graph import CSRGraph
+
+    rng = np.random.default_rng(5)
+    src, dst = rng.integers(0, 40, 300), rng.integers(0, 40, 300)
+    directed = CSRGraph.from_edge_index(src, dst, 40)  # loops, duplicates, one direction
+    simple = directed.undirected_simple()
+    assert simple is not directed
+    reference = CSRGraph.from_edge_index(src, dst, 40, symmetrize=True, remove_self_loops=True)
+    np.testing.assert_array_equal(simple.indptr, reference.indptr)
+    np.testing.assert_array_equal(simple.indices, reference.indices)
+    assert simple.undirected_simple() is simple  # symmetric, sorted rows, no loops: no copy
+    # the same edges with rows in another order are symmetrised again (same result)
+    shuffled = simple.indices.copy()
+    for v in range(40):
+        lo, hi = simple.indptr[v], simple.indptr[v + 1]
+        shuffled[lo:hi] = shuffled[lo:hi][::-1]
+    again = CSRGraph(simple.indptr, shuffled).undirected_simple()
+    np.testing.assert_array_equal(again.indices, simple.indices)

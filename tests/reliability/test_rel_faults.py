@@ -30,7 +30,7 @@ pytestmark = pytest.mark.timeout(400)
 
 DRIVER = Path(__file__).with_name("rel_fault_driver.py")
 EPOCHS = 30
-FAIL_FAST_S = 30.0  # the bound: every rank gone within 30 s of the fault
+FAIL_FAST_S = 30.0  # the promised bound: every rank gone within 30 s of the fault
 
 
 def train_args(backend, tmp_path, metrics_name, extra=()):

@@ -2,8 +2,8 @@
 
 For 1-4 ranks, GCN and SAGE, on Cora and on a graph with isolated nodes: the losses of 3 Adam
 steps and the logits after them match PyG's GCNConv/SAGEConv trained on the whole graph from
-the same initial weights within 5e-5
-relative (float32 summed in other orders: see exactness_cases.TOLERANCE). The staleness policies apply to the vertex-cut
+the same initial weights within 5e-5 relative (float32 summed in other orders, amplified by
+Adam: see exactness_cases.TOLERANCE). The staleness policies apply to the vertex-cut
 exchanges: they run, start exact, and ``delayed``/``local`` send fewer bytes.
 """
 

@@ -1,0 +1,238 @@
+"""The large-graph pipeline end to end: convert -> partition -> mpirun train, time and memory.
+
+Run from the repository root with the project's venv, one step at a time (each is heavy):
+
+    .venv/bin/python benchmarks/large_graphs.py --step rmat24          # R-MAT 24 -> 256 parts
+    .venv/bin/python benchmarks/large_graphs.py --step rmat21-prepare  # convert + METIS 4 parts
+    .venv/bin/python benchmarks/large_graphs.py --step rmat21-train    # 4 ranks from the store
+    .venv/bin/python benchmarks/large_graphs.py --step rmat21-inmemory # 4 ranks vs 1 process
+    .venv/bin/python benchmarks/large_graphs.py --step rmat21-peers    # DGL and PyG, 1 process
+
+Steps:
+  rmat24           `gnnscale convert` of an R-MAT scale-24 graph (16.8M nodes, about 0.5B
+                   directed edges, 32 features), then `gnnscale partition` into 256 parts per
+                   method (``--methods``, default ldg): wall time and peak RSS of each command
+                   (GNU time), store size.
+  rmat21-prepare   the products-sized graph (R-MAT 21: 2.1M nodes, about 64M directed edges,
+                   100 features, 47 classes) converted; a second load timed in a fresh process
+                   (and the RSS it adds); METIS into 4 parts written as a store.
+  rmat21-train     `mpirun -n 4 gnnscale train --partitions STORE`, GCN and SAGE with 3 layers
+                   of 256: training step and evaluation time per epoch (medians after the
+                   first epoch), peak RSS per rank, halo bytes per epoch.
+  rmat21-inmemory  `mpirun -n 4 gnnscale train --dataset CONVERTED` (every rank maps the graph,
+                   rank 0 partitions) against the same run in one process: peak RSS per rank,
+                   their sum, and the ratios to the one-process peak.
+  rmat21-peers     DGL 2.1.0 and PyG (CSR adjacency) in one process on the same graph and
+                   models (benchmarks/large_graph_peer.py), as installed and with the allocator
+                   setting gnnscale gives itself (GLIBC_TUNABLES below).
+Results are merged into benchmarks/results/large_graphs.json under the step's name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+GLIBC_TUNABLES = "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=2147483647"
+RMAT21 = ["--dataset", "rmat", "--dataset-option", "scale=21", "--dataset-option",
+          "num_features=100", "--dataset-option", "num_classes=47"]
+RMAT24 = ["--dataset", "rmat", "--dataset-option", "scale=24", "--dataset-option",
+          "num_features=32"]
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--step", required=True, choices=["rmat24", "rmat21-prepare",
+                                                          "rmat21-train", "rmat21-inmemory",
+                                                          "rmat21-peers"])
+    parser.add_argument("--work", default="/tmp/gnnscale-large", help="scratch folder")
+    parser.add_argument("--methods", nargs="+", default=["ldg"],
+                        help="partitioners for the rmat24 step")
+    parser.add_argument("--epochs", type=int, default=4)
+    parser.add_argument("--models", nargs="+", default=["gcn", "sage"])
+    parser.add_argument("--keep", action="store_true", help="keep the rmat24 folders")
+    parser.add_argument("--out", default=str(ROOT / "benchmarks/results/large_graphs.json"))
+    return parser.parse_args(argv)
+
+
+def env(extra=None) -> dict:
+    merged = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                  PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    merged.update(extra or {})
+    return merged
+
+
+def timed(cmd: list[str], extra_env=None) -> dict:
+    """Run ``cmd`` under GNU time: wall seconds, peak RSS (bytes), output tail."""
+    print("$", " ".join(cmd), flush=True)
+    start = time.perf_counter()
+    proc = subprocess.run(["/usr/bin/time", "-v", *cmd], capture_output=True, text=True,
+                          env=env(extra_env), cwd=ROOT)
+    wall = time.perf_counter() - start
+    match = re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stderr)
+    tail = (proc.stdout + proc.stderr.split("\tCommand being timed")[0])[-3000:]
+    print(tail, flush=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"failed ({proc.returncode}): {' '.join(cmd)}")
+    return {"command": " ".join(cmd), "wall_s": round(wall, 2),
+            "peak_rss_bytes": int(match.group(1)) * 1024 if match else None,
+            "stdout_tail": proc.stdout[-1500:]}
+
+
+def gnnscale(*args) -> list[str]:
+    return [str(BIN / "gnnscale"), *args]
+
+
+def folder_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def step_rmat24(args, work: Path) -> dict:
+    graph = work / "rmat24"
+    result = {"graph": "R-MAT scale 24, edge factor 16, 32 features", "methods": {}}
+    if not graph.exists():
+        result["convert"] = timed(gnnscale("convert", *RMAT24, "--out", str(graph)))
+    result["converted_bytes"] = folder_bytes(graph)
+    for method in args.methods:
+        store = work / f"rmat24-{method}-256"
+        run = timed(gnnscale("partition", "--dataset", str(graph), "--method", method,
+                             "--parts", "256", "--out", str(store), "--overwrite"))
+        run["store_bytes"] = folder_bytes(store)
+        result["methods"][method] = run
+        if not args.keep:
+            shutil.rmtree(store, ignore_errors=True)
+    if not args.keep:
+        shutil.rmtree(graph, ignore_errors=True)
+    return result
+
+
+SECOND_LOAD = """
+import resource, time, json
+from gnnscale.data import load_dataset
+def rss():
+    with open('/proc/self/statm') as f:
+        return int(f.read().split()[1]) * 4096
+before = rss(); t = time.perf_counter()
+data = load_dataset({folder!r}); line = data.summary()
+print(json.dumps({{"load_s": time.perf_counter() - t, "rss_added_bytes": rss() - before,
+                  "feature_bytes": int(data.x.nbytes), "summary": line}}))
+"""
+
+
+def step_rmat21_prepare(args, work: Path) -> dict:
+    graph, store = work / "rmat21", work / "rmat21-metis-4"
+    result = {"convert": timed(gnnscale("convert", *RMAT21, "--out", str(graph),
+                                        "--overwrite"))}
+    loads = []
+    for _ in range(3):
+        proc = subprocess.run([sys.executable, "-c", SECOND_LOAD.format(folder=str(graph))],
+                              capture_output=True, text=True, env=env(), cwd=ROOT, check=True)
+        loads.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    result["second_load"] = loads
+    print(json.dumps(loads, indent=1), flush=True)
+    result["partition"] = timed(gnnscale("partition", "--dataset", str(graph), "--method",
+                                         "metis", "--parts", "4", "--out", str(store),
+                                         "--overwrite"))
+    return result
+
+
+def train_run(nprocs: int | None, source: list[str], model: str, epochs: int, out: Path,
+              layers: int = 3, hidden: int = 256) -> dict:
+    cmd = gnnscale("train", *source, "--model", model, "--layers", str(layers), "--hidden",
+                   str(hidden), "--epochs", str(epochs), "--metrics-out", str(out),
+                   "--no-progress", "--log-every", "1")
+    if nprocs:
+        cmd = [str(BIN / "mpirun"), "-n", str(nprocs), "--oversubscribe", *cmd]
+    run = timed(cmd)
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    epochs_ = [r for r in records if "summary" not in r]
+    summary = [r for r in records if r.get("summary")][-1]
+    later = epochs_[1:] or epochs_
+    evaluation = [r["time"].get("eval_s", 0.0) for r in later]
+    run.update({
+        "epoch_s_median": statistics.median(r["epoch_time_s"] for r in later),
+        "evaluation_s_median": statistics.median(evaluation),
+        "training_step_s_median": statistics.median(r["epoch_time_s"] - e
+                                                    for r, e in zip(later, evaluation)),
+        "losses": [r["loss"] for r in epochs_],
+        "halo_bytes_sent_per_epoch": epochs_[-1]["halo_bytes_sent"],
+        "per_rank": summary.get("per_rank"),
+    })
+    return run
+
+
+def step_rmat21_train(args, work: Path) -> dict:
+    store = work / "rmat21-metis-4"
+    result = {}
+    for model in args.models:
+        result[model] = train_run(4, ["--partitions", str(store)], model, args.epochs,
+                                  work / f"train-{model}.jsonl")
+    return result
+
+
+def step_rmat21_inmemory(args, work: Path) -> dict:
+    graph = work / "rmat21"
+    runs = {"ranks_4": train_run(4, ["--dataset", str(graph)], "gcn", 2, work / "mem4.jsonl",
+                                 layers=2),
+            "one_process": train_run(None, ["--dataset", str(graph)], "gcn", 2,
+                                     work / "mem1.jsonl", layers=2)}
+    one = runs["one_process"]["peak_rss_bytes"]
+    ranks = [r["peak_rss_mb"] * 2**20 for r in runs["ranks_4"]["per_rank"]]
+    runs["ratios"] = {"max_rank_over_one_process": max(ranks) / one,
+                      "sum_over_one_process": sum(ranks) / one}
+    print(json.dumps(runs["ratios"]), flush=True)
+    return runs
+
+
+def step_rmat21_peers(args, work: Path) -> dict:
+    graph = work / "rmat21"
+    dgl_python = subprocess.run(["make", "-s", "dgl-env-path"], capture_output=True, text=True,
+                                cwd=ROOT, check=True).stdout.strip() + "/bin/python"
+    result = {}
+    for library, python in (("dgl", dgl_python), ("pyg", sys.executable)):
+        for allocator, extra in (("as_installed", {}),
+                                 ("tuned_allocator", {"GLIBC_TUNABLES": GLIBC_TUNABLES})):
+            for model in args.models:
+                key = f"{library}/{allocator}/{model}"
+                try:
+                    run = timed([python, str(ROOT / "benchmarks/large_graph_peer.py"),
+                                 "--library", library, "--model", model, "--dataset",
+                                 str(graph)], extra_env={"PYTHONPATH": str(ROOT), **extra})
+                    lines = [ln for ln in run["stdout_tail"].splitlines() if ln.startswith("{")]
+                    run.update(json.loads(lines[-1]))
+                except SystemExit as exc:
+                    run = {"error": str(exc)}
+                result[key] = run
+    return result
+
+
+def main() -> None:
+    args = parse_args()
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    step = {"rmat24": step_rmat24, "rmat21-prepare": step_rmat21_prepare,
+            "rmat21-train": step_rmat21_train, "rmat21-inmemory": step_rmat21_inmemory,
+            "rmat21-peers": step_rmat21_peers}[args.step]
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    result = step(args, work)
+    result.update(started=started, loadavg_end=os.getloadavg(), cpus=os.cpu_count())
+    out = Path(args.out)
+    report = json.loads(out.read_text()) if out.exists() else {"benchmark": "large_graphs"}
+    report[args.step] = result
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=1))
+    print(f"wrote {out} [{args.step}]")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+"""The interface layers and the trainer use of one rank's graph, whatever the partition kind.
+
+:class:`~.local_graph.LocalGraph` (edge cut) and :class:`~.vertex_cut.VertexCutGraph` (vertex
+cut) both derive from :class:`RankGraph`. It declares what callers may rely on and holds what
+both do the same way: the normalised blocks built once per kind, the staleness-policy check and
+the cache of aggregates of inputs that cannot change.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Callable
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+
+from ..comm import Communicator
+from .edge_weights import edge_weights
+from .halo import HaloPlan
+
+
+class RankGraph(abc.ABC):
+    """One rank's share of the graph: ``num_owned`` owned rows, ``num_halo`` rows of other
+    ranks' nodes (halo, or mirrors on a vertex cut), and the collective operations over them.
+
+    Attributes every graph has: ``comm``, ``dtype``, ``device``, ``num_owned``, ``num_halo``,
+    ``num_local`` (owned + halo), ``owned_nodes`` (global ids, ascending), ``halo_plan`` (the
+    :class:`HaloPlan` of its exchanges) and ``staleness`` (a
+    :class:`~.staleness.StalenessPolicy`, or None for exact halos).
+    """
+
+    comm: Communicator
+    num_owned: int
+    num_halo: int
+    num_local: int
+    owned_nodes: np.ndarray
+    halo_plan: HaloPlan
+
+    def __init__(self, comm: Communicator, dtype: torch.dtype, device):
+        self.comm, self.dtype, self.device = comm, dtype, torch.device(device)
+        self.staleness = None  # a staleness.StalenessPolicy; None = exact (see staleness.py)
+        self._blocks: dict = {}
+        self._constant_cache: dict = {}  # kind -> (input tensor, its version, aggregate)
+
+    @property
+    @abc.abstractmethod
+    def num_edges(self) -> int:
+        """Edges this rank aggregates over."""
+
+    @abc.abstractmethod
+    def aggregate(self, owned: torch.Tensor, kind: str) -> torch.Tensor:
+        """Normalised neighbourhood aggregation (``kind`` from
+        :data:`~.edge_weights.NORMALISATIONS`) of ``owned`` rows [num_owned, F] ->
+        [num_owned, F], differentiable; collective."""
+
+    @abc.abstractmethod
+    def gather_with_halo(self, owned: torch.Tensor) -> torch.Tensor:
+        """``[owned; halo]`` rows [num_local, F] (differentiable), for layers that need every
+        edge's source row; collective."""
+
+    @abc.abstractmethod
+    def halo_async(self, owned: torch.Tensor) -> Callable[[], torch.Tensor] | None:
+        """Post the halo exchange of ``owned`` now; returns ``finish()`` giving the halo rows
+        [num_halo, F], or None where there is nothing to overlap (then use
+        :meth:`gather_with_halo`)."""
+
+    @abc.abstractmethod
+    def local_edge_index(self) -> torch.Tensor:
+        """(2, E) local edge index: row 0 the source column in ``[0, num_local)``, row 1 the
+        owned destination row."""
+
+    # -- shared by both graph kinds -----------------------------------------------------
+    def active_policy(self):
+        """The staleness policy inside a training step with peers, else None (exact)."""
+        policy = self.staleness
+        if policy is None or not policy.active or not self.halo_plan.exchanges_anything:
+            return None
+        return policy
+
+    def _normalised(self, dst: np.ndarray, src: np.ndarray, kind: str, in_degree: np.ndarray,
+                    self_loops: np.ndarray, num_rows: int) -> sp.csr_matrix:
+        """The ``kind``-normalised adjacency [num_rows, num_local] of local edges."""
+        dst, src, weights = edge_weights(dst, src, kind, in_degree, self_loops, self.num_owned)
+        return sp.csr_matrix((weights, (dst, src)), shape=(num_rows, self.num_local))
+
+    def _cached_blocks(self, kind: str, build: Callable[[], tuple]) -> tuple:
+        """The blocks of ``kind`` built by ``build()`` once, then reused."""
+        if kind not in self._blocks:
+            self._blocks[kind] = build()
+        return self._blocks[kind]
+
+    def _constant_hit(self, owned: torch.Tensor, kind: str) -> torch.Tensor | None:
+        """The stored aggregate of ``owned`` if it needs no gradient and is the very tensor,
+        at the same version, that was aggregated last (e.g. raw features); else None."""
+        if owned.requires_grad:
+            return None
+        hit = self._constant_cache.get(kind)
+        if hit is not None and hit[0] is owned and hit[1] == owned._version:
+            return hit[2]
+        return None
+
+    def _remember_constant(self, owned: torch.Tensor, kind: str, out: torch.Tensor) -> None:
+        """Store ``out`` as the aggregate of ``owned`` when ``owned`` needs no gradient."""
+        if not owned.requires_grad:
+            self._constant_cache[kind] = (owned, owned._version, out)

@@ -1,0 +1,88 @@
+"""``gnnscale convert`` end to end: the folder trains, partitions and checks like its source."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from mpi_launch import gnnscale_cli
+from test_cli_train import assert_one_line_error
+
+pytestmark = pytest.mark.timeout(900)
+
+SOURCE = ["--dataset", "rmat", "--dataset-option", "scale=9", "--dataset-option",
+          "num_features=8"]
+TRAIN = ["--epochs", "4", "--dropout", "0", "--hidden", "8", "--no-progress"]
+
+
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("conv") / "deep" / "rmat9"  # parents are created
+    result = gnnscale_cli(None, ["convert", *SOURCE, "--out", str(folder)])
+    assert result.returncode == 0, result.stderr
+    assert "peak memory" in result.stdout and f"--dataset {folder}" in result.stdout
+    return folder
+
+
+def losses(path):
+    return np.array([r["loss"] for r in map(json.loads, path.read_text().splitlines())
+                     if "summary" not in r])
+
+
+def train(nprocs, dataset_args, out, env=None, extra=()):
+    result = gnnscale_cli(nprocs, ["train", *dataset_args, *TRAIN, "--metrics-out", str(out),
+                                   *extra], env=env)
+    assert result.returncode == 0, result.stderr
+    return losses(out)
+
+
+def test_info_checks_every_checksum(converted):
+    result = gnnscale_cli(None, ["info", str(converted)])
+    assert result.returncode == 0, result.stderr
+    assert "every sha256 checked" in result.stdout and "512 nodes" in result.stdout
+
+
+def test_training_on_the_folder_equals_training_on_its_source(converted, tmp_path):
+    one = train(None, SOURCE, tmp_path / "a.jsonl")
+    np.testing.assert_array_equal(train(None, ["--dataset", str(converted)],
+                                        tmp_path / "b.jsonl"), one)
+    # three ranks: the mapped folder and the source (loaded once per host into a temporary
+    # folder that is gone after the run) give the same run, and both match one process
+    scratch = tmp_path / "tmpdir"
+    scratch.mkdir()
+    mapped = train(3, ["--dataset", str(converted)], tmp_path / "c.jsonl")
+    from_source = train(3, SOURCE, tmp_path / "d.jsonl", env={"TMPDIR": str(scratch)})
+    np.testing.assert_array_equal(mapped, from_source)
+    np.testing.assert_allclose(mapped, one, rtol=5e-5)
+    assert [name for name in os.listdir(scratch) if name.startswith("gnnscale")] == []
+
+
+def test_partition_from_the_folder_then_train(converted, tmp_path):
+    store = tmp_path / "store"
+    result = gnnscale_cli(None, ["partition", "--dataset", str(converted), "--parts", "3",
+                                 "--out", str(store)])
+    assert result.returncode == 0, result.stderr
+    assert "done in" in result.stdout and "peak memory" in result.stdout
+    stored = train(3, ["--partitions", str(store)], tmp_path / "e.jsonl")
+    mapped = train(3, ["--dataset", str(converted)], tmp_path / "f.jsonl")
+    np.testing.assert_array_equal(stored, mapped)
+
+
+def test_bad_input_is_one_line(converted, tmp_path):
+    assert_one_line_error(gnnscale_cli(None, ["convert", *SOURCE, "--out", str(converted)]),
+                          str(converted), "already exists")
+    assert_one_line_error(gnnscale_cli(None, ["convert", "--dataset", "/no/such/graph",
+                                              "--out", str(tmp_path / "x")]), "/no/such/graph")
+    assert not (tmp_path / "x").exists()
+    assert_one_line_error(gnnscale_cli(None, ["partition", "--dataset", str(converted),
+                                              "--parts", "600", "--out", str(tmp_path / "s")]),
+                          "600")
+    damaged = tmp_path / "damaged"
+    gnnscale_cli(None, ["convert", "--dataset", str(converted), "--out", str(damaged)])
+    with open(damaged / "indptr.npy", "r+b") as fh:
+        fh.truncate(64)
+    for nprocs in (None, 2):
+        assert_one_line_error(gnnscale_cli(nprocs, ["train", "--dataset", str(damaged),
+                                                     *TRAIN]), "indptr.npy", "truncated")
+    assert_one_line_error(gnnscale_cli(None, ["info", str(damaged)]), "indptr.npy")

@@ -1,0 +1,63 @@
+"""HaloPlan.configure and post in one process (multi-rank exchanges: test_overlap_paths.py)."""
+
+import pytest
+import torch
+
+from gnnscale.comm import SingleCommunicator
+from gnnscale.graph import HaloPlan
+from gnnscale.graph.staleness_netsim import SlowNetwork
+
+
+def _plan():
+    comm = SingleCommunicator()
+    return HaloPlan(comm=comm, num_owned=4, num_halo=0,
+                    send_index=torch.zeros(0, dtype=torch.long), send_counts=[0], recv_counts=[0])
+
+
+def test_configure_changes_only_what_it_is_given():
+    plan = _plan()
+    assert (plan.overlap, plan.message_dtype, plan.align_posts) == (True, None, False)
+    assert plan.configure(overlap=False) is plan
+    assert (plan.overlap, plan.message_dtype) == (False, None)
+    plan.configure(message_dtype=torch.bfloat16)
+    assert (plan.overlap, plan.message_dtype) == (False, torch.bfloat16)
+    plan.configure(align_posts=True, message_dtype=None)
+    assert (plan.overlap, plan.message_dtype, plan.align_posts) == (False, None, True)
+
+
+def test_simulated_network_wraps_the_real_one_once_and_comes_off():
+    plan = _plan()
+    real = plan.comm
+    plan.configure(simulate_network=(1e-3, 1.25e8))
+    assert isinstance(plan.comm, SlowNetwork) and plan.comm.inner is real
+    plan.configure(simulate_network=(2e-3, 1e9))  # replaces, never stacks
+    assert plan.comm.inner is real and plan.comm.latency_s == 2e-3
+    assert plan.comm.bandwidth_bps == 1e9
+    plan.configure(overlap=True)
+    assert isinstance(plan.comm, SlowNetwork)
+    plan.configure(simulate_network=None)
+    assert plan.comm is real
+
+
+def test_bad_settings_are_refused():
+    plan = _plan()
+    with pytest.raises(ValueError, match="message_dtype must be a torch.dtype"):
+        plan.configure(message_dtype="bfloat16")
+    with pytest.raises(ValueError, match="bandwidth_bps > 0"):
+        plan.configure(simulate_network=(0.0, 0.0))
+
+
+def test_post_sends_in_the_message_dtype_and_counts_bytes():
+    plan = _plan().configure(message_dtype=torch.bfloat16)
+    rows = torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    received = plan.wait(plan.post(rows, [3], [3]))
+    assert received.dtype == torch.float32
+    torch.testing.assert_close(received, rows)  # these values are exact in bfloat16
+    assert plan.stats.halo_bytes_sent == rows.numel() * 2 and plan.stats.exchanges == 1
+
+
+
+def test_counts_of_forward_and_reverse_exchanges():
+    plan = _plan()
+    plan.send_counts, plan.recv_counts = [2], [3]
+    assert plan.counts() == ([2], [3]) and plan.counts(reverse=True) == ([3], [2])
