@@ -23,8 +23,6 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
 DATA_ROOT = Path(os.environ.get("GNNSCALE_DATA_ROOT") or REPO / "datasets")
-if not (DATA_ROOT / "Cora").is_dir():
-    DATA_ROOT = (REPO.parent / "shared" / "datasets").resolve()
 
 
 def result_path(recipe: str) -> Path:
