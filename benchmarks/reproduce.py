@@ -74,22 +74,23 @@ def merge(result: dict) -> Path:
 
 
 def table() -> str:
-    """Markdown table: published vs 1 process vs 4 ranks, from the result files."""
+    """Markdown table: published vs 1 process vs 4 ranks, for every recipe (from the result
+    files; "not run" where a file has no runs for that rank count)."""
+    from gnnscale.recipes import RECIPES
+
     rows = ["| recipe | metric | published | 1 process | 4 ranks (METIS) | 4 ranks - 1 process |",
             "|---|---|---|---|---|---|"]
-    for path in sorted(RESULTS.glob("reproduce_*.json")):
-        stored = json.loads(path.read_text())
-        pub = stored["published"]
-        shown = f"{pub['mean']:.2f}" + (f" ± {pub['std']:.2f}" if pub["std"] is not None else "")
-        cells = []
-        for key in ("1_ranks", "4_ranks"):
-            s = stored.get(key, {}).get("summary")
-            cells.append("not run" if not s else
-                         f"{s['mean']:.2f} ± {s['std'] or float('nan'):.2f} (n={s['runs']})")
+    for name, recipe in RECIPES.items():
+        path = result_path(name)
+        stored = json.loads(path.read_text()) if path.exists() else {}
+        mean, std = recipe.published
+        shown = f"{mean:.2f}" + (f" ± {std:.2f}" if std is not None else "")
         one, four = (stored.get(k, {}).get("summary") for k in ("1_ranks", "4_ranks"))
+        cells = ["not run" if not s else
+                 f"{s['mean']:.2f} ± {s['std'] or float('nan'):.2f} (n={s['runs']})"
+                 for s in (one, four)]
         diff = f"{four['mean'] - one['mean']:+.2f}" if one and four else "-"
-        rows.append(f"| {stored['recipe']} | {stored['metric']} | {shown} | {cells[0]} | "
-                    f"{cells[1]} | {diff} |")
+        rows.append(f"| {name} | {recipe.metric} | {shown} | {cells[0]} | {cells[1]} | {diff} |")
     return "\n".join(rows)
 
 
