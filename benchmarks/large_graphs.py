@@ -60,7 +60,14 @@ def parse_args(argv=None):
                         help="partitioners for the rmat24 step")
     parser.add_argument("--epochs", type=int, default=4)
     parser.add_argument("--models", nargs="+", default=["gcn", "sage"])
+    parser.add_argument("--hidden", type=int, default=256, help="hidden width (3 layers)")
     parser.add_argument("--keep", action="store_true", help="keep the rmat24 folders")
+    parser.add_argument("--partitioner", default="metis", help="for the rmat21-inmemory step")
+    parser.add_argument("--balance", default=None, help="balance targets (rmat21-inmemory)")
+    parser.add_argument("--memory-limit-gib", type=float, default=None,
+                        help="run each command in a cgroup (v1 memory controller) with this "
+                             "limit, so a run that does not fit is killed alone instead of "
+                             "whatever the kernel's OOM killer picks on a shared machine")
     parser.add_argument("--out", default=str(ROOT / "benchmarks/results/large_graphs.json"))
     return parser.parse_args(argv)
 
@@ -72,18 +79,35 @@ def env(extra=None) -> dict:
     return merged
 
 
+CGROUP = Path("/sys/fs/cgroup/memory/gnnscale-bench")
+
+
+def memory_cgroup(limit_gib: float | None) -> list[str]:
+    """A command prefix that moves the command into a memory-limited cgroup (if asked)."""
+    if limit_gib is None:
+        return []
+    CGROUP.mkdir(exist_ok=True)
+    (CGROUP / "memory.limit_in_bytes").write_text(str(int(limit_gib * 2**30)))
+    return ["sh", "-c", f'echo $$ > {CGROUP}/cgroup.procs && exec "$@"', "sh"]
+
+
+MEMORY_LIMIT_GIB = None
+
+
 def timed(cmd: list[str], extra_env=None) -> dict:
     """Run ``cmd`` under GNU time: wall seconds, peak RSS (bytes), output tail."""
     print("$", " ".join(cmd), flush=True)
     start = time.perf_counter()
-    proc = subprocess.run(["/usr/bin/time", "-v", *cmd], capture_output=True, text=True,
-                          env=env(extra_env), cwd=ROOT)
+    proc = subprocess.run([*memory_cgroup(MEMORY_LIMIT_GIB), "/usr/bin/time", "-v", *cmd],
+                          capture_output=True, text=True, env=env(extra_env), cwd=ROOT)
     wall = time.perf_counter() - start
     match = re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stderr)
     tail = (proc.stdout + proc.stderr.split("\tCommand being timed")[0])[-3000:]
     print(tail, flush=True)
     if proc.returncode != 0:
-        raise SystemExit(f"failed ({proc.returncode}): {' '.join(cmd)}")
+        killed = "signal 9" in proc.stderr or proc.returncode in (137, -9)
+        raise SystemExit(f"failed ({proc.returncode}{', killed: out of memory' if killed else ''})"
+                         f": {' '.join(cmd)}")
     return {"command": " ".join(cmd), "wall_s": round(wall, 2),
             "peak_rss_bytes": int(match.group(1)) * 1024 if match else None,
             "stdout_tail": proc.stdout[-1500:]}
@@ -173,21 +197,29 @@ def train_run(nprocs: int | None, source: list[str], model: str, epochs: int, ou
 
 def step_rmat21_train(args, work: Path) -> dict:
     store = work / "rmat21-metis-4"
-    result = {}
+    result = {"layers": 3, "hidden": args.hidden, "epochs": args.epochs,
+              "memory_limit_gib": args.memory_limit_gib}
     for model in args.models:
-        result[model] = train_run(4, ["--partitions", str(store)], model, args.epochs,
-                                  work / f"train-{model}.jsonl")
+        try:
+            result[model] = train_run(4, ["--partitions", str(store)], model, args.epochs,
+                                      work / f"train-{model}.jsonl", hidden=args.hidden)
+        except SystemExit as exc:
+            result[model] = {"error": str(exc)}
     return result
 
 
 def step_rmat21_inmemory(args, work: Path) -> dict:
     graph = work / "rmat21"
-    runs = {"ranks_4": train_run(4, ["--dataset", str(graph)], "gcn", 2, work / "mem4.jsonl",
-                                 layers=2),
+    balance = ["--balance", args.balance] if args.balance else []
+    runs = {"ranks_4": train_run(4, ["--dataset", str(graph), "--partitioner",
+                                     args.partitioner, *balance], "gcn", 2, work / "mem4.jsonl",
+                                 layers=2, hidden=args.hidden),
             "one_process": train_run(None, ["--dataset", str(graph)], "gcn", 2,
-                                     work / "mem1.jsonl", layers=2)}
+                                     work / "mem1.jsonl", layers=2, hidden=args.hidden)}
     one = runs["one_process"]["peak_rss_bytes"]
     ranks = [r["peak_rss_mb"] * 2**20 for r in runs["ranks_4"]["per_rank"]]
+    runs["config"] = {"model": "gcn", "layers": 2, "hidden": args.hidden,
+                      "partitioner": args.partitioner, "balance": args.balance}
     runs["ratios"] = {"max_rank_over_one_process": max(ranks) / one,
                       "sum_over_one_process": sum(ranks) / one}
     print(json.dumps(runs["ratios"]), flush=True)
@@ -198,7 +230,7 @@ def step_rmat21_peers(args, work: Path) -> dict:
     graph = work / "rmat21"
     dgl_python = subprocess.run(["make", "-s", "dgl-env-path"], capture_output=True, text=True,
                                 cwd=ROOT, check=True).stdout.strip() + "/bin/python"
-    result = {}
+    result = {"layers": 3, "hidden": args.hidden}
     for library, python in (("dgl", dgl_python), ("pyg", sys.executable)):
         for allocator, extra in (("as_installed", {}),
                                  ("tuned_allocator", {"GLIBC_TUNABLES": GLIBC_TUNABLES})):
@@ -207,7 +239,8 @@ def step_rmat21_peers(args, work: Path) -> dict:
                 try:
                     run = timed([python, str(ROOT / "benchmarks/large_graph_peer.py"),
                                  "--library", library, "--model", model, "--dataset",
-                                 str(graph)], extra_env={"PYTHONPATH": str(ROOT), **extra})
+                                 str(graph), "--hidden", str(args.hidden)],
+                                extra_env={"PYTHONPATH": str(ROOT), **extra})
                     lines = [ln for ln in run["stdout_tail"].splitlines() if ln.startswith("{")]
                     run.update(json.loads(lines[-1]))
                 except SystemExit as exc:
@@ -217,7 +250,9 @@ def step_rmat21_peers(args, work: Path) -> dict:
 
 
 def main() -> None:
+    global MEMORY_LIMIT_GIB
     args = parse_args()
+    MEMORY_LIMIT_GIB = args.memory_limit_gib
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     step = {"rmat24": step_rmat24, "rmat21-prepare": step_rmat21_prepare,
@@ -228,10 +263,12 @@ def main() -> None:
     result.update(started=started, loadavg_end=os.getloadavg(), cpus=os.cpu_count())
     out = Path(args.out)
     report = json.loads(out.read_text()) if out.exists() else {"benchmark": "large_graphs"}
-    report[args.step] = result
+    key = args.step if args.step != "rmat21-inmemory" else \
+        f"{args.step}/{args.partitioner}/{args.balance or 'nodes'}"
+    report[key] = result
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=1))
-    print(f"wrote {out} [{args.step}]")
+    print(f"wrote {out} [{key}]")
 
 
 if __name__ == "__main__":

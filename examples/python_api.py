@@ -1,10 +1,11 @@
 """Load, partition, train and predict from Python; the same file runs on 1 or N ranks.
 
-    python examples/python_api.py --data-root datasets
-    mpirun -n 4 python examples/python_api.py --data-root datasets
+    python examples/python_api.py                 # Cora from the repository's datasets/
+    mpirun -n 4 python examples/python_api.py --dataset citeseer
 """
 
 import argparse
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -15,11 +16,14 @@ from gnnscale.engine import LocalProblem, Trainer, gather_predictions
 from gnnscale.nn import GNN
 from partitioning import make_partitioner
 
+SHIPPED = Path(__file__).resolve().parents[1] / "datasets"
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", default="cora")
-    parser.add_argument("--data-root", default="data")
+    parser.add_argument("--data-root", default=str(SHIPPED),
+                        help="data root (default: the repository's datasets/)")
     parser.add_argument("--epochs", type=int, default=200)
     parser.add_argument("--halo-dtype", default="float32", choices=("float32", "bfloat16"),
                         help="dtype of halo rows on the wire (bfloat16 halves the bytes)")

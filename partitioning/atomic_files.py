@@ -11,6 +11,7 @@ turn into its own one-line error.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import tempfile
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["sha256_file", "write_synced", "write_npy", "fsync_dir", "temp_folder_beside",
+__all__ = ["read_manifest_file", "sha256_file", "write_synced", "write_npy", "fsync_dir", "temp_folder_beside",
            "install_folder", "npy_header"]
 
 # Bytes hashed and written per call: bounds the temporaries of large arrays (memory-mapped input
@@ -142,3 +143,25 @@ def install_folder(tmp, target) -> None:
     fsync_dir(target.parent)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
+
+
+def read_manifest_file(path, fmt: str, version: int, error, redo: str) -> dict:
+    """Read a JSON manifest and check its ``format`` and ``format_version``.
+
+    ``error`` is the exception type to raise (each caller's own), ``redo`` the command that
+    re-creates the folder (named when the version differs).
+    """
+    path = Path(path)
+    try:
+        manifest = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise error(f"{path} is missing: {path.parent} is not a {fmt} folder") from None
+    except (OSError, ValueError) as exc:
+        raise error(f"{path} is unreadable or not valid JSON: {exc}") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != fmt:
+        raise error(f"{path} is not a {fmt} manifest")
+    found = manifest.get("format_version")
+    if found != version:
+        raise error(f"{path} has format_version {found!r}, this code reads version {version}; "
+                    f"re-create it with `{redo}`")
+    return manifest

@@ -134,16 +134,52 @@ class PartViewBuilder:
         self.owned_starts = np.searchsorted(self.node_parts[self.nodes_by_part],
                                             np.arange(self.num_parts + 1))
         self._lookup = None
+        self._seen = None
         self._halos = None
         self.cut_edges = None  # int64 [P]: in-edges of each part from other parts (by halos())
 
+        self.buckets = None
+
     @classmethod
-    def for_graph(cls, graph, node_parts, num_parts=None) -> "PartViewBuilder":
+    def for_graph(cls, graph, node_parts, num_parts=None, spill_dir=None) -> "PartViewBuilder":
         """A builder that reuses the per-node statistics a graph carries (``node_stats``:
-        ``out_degree`` and ``self_loops``, as converted graphs store them)."""
+        ``out_degree`` and ``self_loops``, as converted graphs store them).
+
+        With ``spill_dir``, a memory-mapped graph of several parts is first grouped by part in
+        one sequential pass (:meth:`spill`): building every part then reads the file front to
+        back instead of seeking all over it once per part. Call :meth:`close` when done.
+        """
         stats = getattr(graph, "node_stats", None) or {}
-        return cls(graph, node_parts, num_parts, out_degree=stats.get("out_degree"),
-                   self_loops=stats.get("self_loops"))
+        builder = cls(graph, node_parts, num_parts, out_degree=stats.get("out_degree"),
+                      self_loops=stats.get("self_loops"))
+        if spill_dir is not None and isinstance(builder.indices, np.memmap) \
+                and builder.num_parts > 1:
+            builder.spill(spill_dir)
+        return builder
+
+    def spill(self, folder) -> None:
+        """Group every part's sources into its own scratch file under ``folder`` (one pass)."""
+        from .part_buckets import PartBuckets
+
+        self.buckets = PartBuckets(self.indptr, self.indices, self.node_parts, self.num_parts,
+                                   folder, row_blocks(self.indptr))
+
+    def spill_rows(self, name: str, array) -> None:
+        """Also group a memory-mapped node array (features) by part, if spilling."""
+        if self.buckets is not None and isinstance(array, np.memmap):
+            self.buckets.add_rows(name, array)
+
+    def node_rows(self, name: str, array, part: int, owned: np.ndarray) -> np.ndarray:
+        """``array[owned]`` of ``part``, from the spill files when the array was spilled."""
+        if self.buckets is not None and self.buckets.has(name):
+            return self.buckets.rows(name, part)
+        return np.asarray(array[owned])
+
+    def close(self) -> None:
+        """Remove the spill files (if any)."""
+        if self.buckets is not None:
+            self.buckets.close()
+            self.buckets = None
 
     def owned(self, part: int) -> np.ndarray:
         """Sorted int64 global ids of the nodes ``part`` owns."""
@@ -156,6 +192,8 @@ class PartViewBuilder:
         """``(owned, sources)``: the part's nodes and the global sources of their in-edges in
         CSR order (row by row, as the graph lists them)."""
         owned = self.owned(part)
+        if self.buckets is not None:
+            return owned, self.buckets.sources(part)
         lengths = self.in_degree[owned]
         total = int(lengths.sum())
         starts = self.indptr[owned]
@@ -169,7 +207,12 @@ class PartViewBuilder:
 
     def halo(self, part: int, sources: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(halo, halo_owner)``: distinct foreign ``sources`` ordered by (owner, global id)."""
-        foreign = np.unique(sources[self.node_parts[sources] != part])
+        # distinct ids through a bitmap over the nodes: linear, unlike np.unique's sort/hash
+        if self._seen is None:
+            self._seen = np.zeros(self.num_nodes, dtype=bool)
+        self._seen[sources[self.node_parts[sources] != part]] = True
+        foreign = np.flatnonzero(self._seen)
+        self._seen[foreign] = False
         owner = self.node_parts[foreign]
         order = np.argsort(owner, kind="stable")  # ids ascending within an owner
         return foreign[order], owner[order].astype(np.int32)

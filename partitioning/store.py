@@ -35,8 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .atomic_files import (fsync_dir, install_folder, sha256_file, temp_folder_beside,
-                           write_synced)
+from .atomic_files import (fsync_dir, install_folder, read_manifest_file, sha256_file,
+                           temp_folder_beside, write_synced)
 from .base import Partition
 from .errors import PartitionError
 from .graph import as_csr_graph
@@ -151,8 +151,21 @@ def write_store(out_dir, graph, partition: Partition, x=None, y=None, masks=None
 
 def _write_files(tmp: Path, graph, g, partition: Partition, x, y, masks, extra,
                  on_part=None, builder=None) -> dict:
-    if partition.kind == "edge_cut" and builder is None:  # its halos serve summary and parts
-        builder = PartViewBuilder.for_graph(graph, partition.node_parts, partition.num_parts)
+    own_builder = partition.kind == "edge_cut" and builder is None
+    if own_builder:  # its halos serve the summary and the parts
+        builder = PartViewBuilder.for_graph(graph, partition.node_parts, partition.num_parts,
+                                            spill_dir=tmp)
+    try:
+        if builder is not None and x is not None:
+            builder.spill_rows("x", x)
+        return _write_parts(tmp, graph, g, partition, x, y, masks, extra, on_part, builder)
+    finally:
+        if own_builder:
+            builder.close()
+
+
+def _write_parts(tmp: Path, graph, g, partition: Partition, x, y, masks, extra, on_part,
+                 builder) -> dict:
     # the original object for the summary: it may carry a train_mask
     summary = part_summary(graph, partition, builder=builder)
     files = {"node_parts": write_synced(tmp / NODE_PARTS,
@@ -199,19 +212,8 @@ def read_manifest(store_dir) -> dict:
     path = Path(store_dir) / MANIFEST
     if not Path(store_dir).is_dir():
         raise PartitionError(f"partition store {store_dir} does not exist")
-    if not path.is_file():
-        raise PartitionError(f"{path} is missing: {store_dir} is not a partition store")
-    try:
-        manifest = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise PartitionError(f"{path} is unreadable or not valid JSON: {exc}") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise PartitionError(f"{path} is not a {FORMAT} manifest")
-    version = manifest.get("format_version")
-    if version != FORMAT_VERSION:
-        raise PartitionError(
-            f"{path} has format_version {version!r}, this code reads version {FORMAT_VERSION}; "
-            "re-create the store with `gnnscale partition`")
+    manifest = read_manifest_file(path, FORMAT, FORMAT_VERSION, PartitionError,
+                                  "gnnscale partition")
     for key in ("graph", "partition", "files", "parts"):
         if key not in manifest:
             raise PartitionError(f"{path} lacks the {key!r} entry")

@@ -9,9 +9,12 @@ from .local_view import PartViewBuilder
 from .vertex_cut.parts import VertexCutPartBuilder
 
 
-def _node_data(rows: np.ndarray, x, y, masks, x_rows: np.ndarray | None = None) -> dict:
+def _node_data(rows: np.ndarray, x, y, masks, x_rows: np.ndarray | None = None,
+               x_of=None) -> dict:
     arrays = {}
-    if x is not None:
+    if x is not None and x_of is not None:
+        arrays["x"] = np.ascontiguousarray(x_of(rows))
+    elif x is not None:
         arrays["x"] = np.ascontiguousarray(x[rows if x_rows is None else x_rows])
     if y is not None:
         arrays["y"] = np.ascontiguousarray(y[rows])
@@ -31,7 +34,8 @@ def edge_cut_part_arrays(graph, partition: Partition, x, y, masks, builder=None)
     for part in range(partition.num_parts):
         view = builder.view(part)
         arrays = view.arrays()
-        arrays.update(_node_data(view.owned_nodes, x, y, masks))
+        arrays.update(_node_data(view.owned_nodes, x, y, masks,
+                                 x_of=lambda owned: builder.node_rows("x", x, part, owned)))
         yield part, arrays
 
 

@@ -65,23 +65,30 @@ def load_graph(args):
 
 
 def data_root_for(args):
-    """The data root to read ``args.dataset`` from.
-
-    ``--data-root`` when given; else ``$GNNSCALE_DATA_ROOT`` or ``./data``, unless the name is
-    not there but in the ``datasets/`` folder of the checkout gnnscale runs from. With
-    ``--download``, a registered name missing from the data root is downloaded into it first.
-    """
+    """The data root to read ``args.dataset`` from (see :func:`resolve_data_root`); with
+    ``--download``, a registered name missing from it is downloaded into it first."""
     from ..data.download import download_dataset
-    from ..data.load import default_root, find_dataset
-    from ..data.registry import registered, shipped_root
+    from ..data.load import find_dataset
+    from ..data.registry import registered
 
+    root = resolve_data_root(args)
+    if getattr(args, "download", False) and registered(str(args.dataset)) is not None and \
+            find_dataset(str(args.dataset), root) is None:
+        download_dataset(str(args.dataset), root)
+    return root
+
+
+def resolve_data_root(args):
+    """``--data-root`` when given; else ``$GNNSCALE_DATA_ROOT`` or ``./data``, unless the named
+    dataset is not there but in the ``datasets/`` folder of the checkout gnnscale runs from."""
+    from ..data.load import default_root, find_dataset
+    from ..data.registry import shipped_root
+
+    if args.data_root is not None:
+        return args.data_root
+    root, shipped = default_root(), shipped_root()
     name = str(args.dataset)
-    root = args.data_root if args.data_root is not None else default_root()
-    if find_dataset(name, root) is not None:
-        return root
-    shipped = shipped_root()
-    if args.data_root is None and shipped is not None and find_dataset(name, shipped):
+    if find_dataset(name, root) is None and shipped is not None and \
+            find_dataset(name, shipped) is not None:
         return shipped
-    if getattr(args, "download", False) and registered(name) is not None:
-        download_dataset(name, root)
     return root

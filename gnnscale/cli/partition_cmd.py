@@ -2,20 +2,36 @@
 
 from __future__ import annotations
 
+from ..errors import UsageError
 from .arguments import add_dataset_arguments, key_value, load_graph, positive_int
 from .common import formatter, say
 
 def balance_targets(text: str) -> tuple:
-    """``--balance nodes,edges`` -> ``("nodes", "edges")`` (METIS's ``balance`` parameter)."""
+    """``--balance nodes,edges`` -> ``("nodes", "edges")`` (the ``balance`` parameter)."""
     return tuple(b.strip() for b in text.split(",") if b.strip())
+
+
+def balance_methods() -> list[str]:
+    """Registry names of the partitioners that take a ``balance`` parameter."""
+    from partitioning import PARTITIONERS
+
+    return sorted(name for name, cls in PARTITIONERS.items() if "balance" in cls.defaults)
+
+
+def balance_params(balance, method: str, option: str) -> dict:
+    """``{"balance": targets}`` for ``--balance`` (empty when not given); refuses a method
+    without balance targets, naming ``option`` (``--method`` or ``--partitioner``)."""
+    if balance is None:
+        return {}
+    if method not in balance_methods():
+        raise UsageError(f"--balance applies to {option} {' or '.join(balance_methods())}, "
+                         f"not {method!r}")
+    return {"balance": balance_targets(balance)}
 
 
 def method_params(args) -> dict:
     """Partitioner keyword parameters from ``--param`` and ``--balance``."""
-    params = dict(args.param or [])
-    if getattr(args, "balance", None):
-        params["balance"] = balance_targets(args.balance)
-    return params
+    return {**dict(args.param or []), **balance_params(args.balance, args.method, "--method")}
 
 
 def add_parser(subparsers) -> None:
@@ -33,14 +49,15 @@ def add_parser(subparsers) -> None:
     add_dataset_arguments(p)
     part = p.add_argument_group("partitioning")
     part.add_argument("--method", default="metis", choices=sorted(PARTITIONERS),
-                      help="partitioner (edge cut: random, block, metis, ldg, fennel; vertex "
-                           "cut: libra, hdrf)")
+                      help="partitioner (edge cut: random, block, metis, kaminpar, ldg, "
+                           "fennel; vertex cut: libra, hdrf)")
     part.add_argument("--parts", type=positive_int, required=True,
                       help="number of parts (= MPI ranks that will train on the store)")
     part.add_argument("--seed", type=int, default=0, help="partitioner seed")
     part.add_argument("--balance", default=None,
-                      help="metis only: comma-separated balance targets from nodes, edges, "
-                           "train (e.g. nodes,edges,train); None means the method's own (nodes)")
+                      help="metis, kaminpar: comma-separated balance targets from nodes, "
+                           "edges, train (e.g. nodes,edges,train); None means the method's own "
+                           "(nodes)")
     part.add_argument("--param", type=key_value, action="append", default=None,
                       metavar="KEY=VALUE",
                       help="extra partitioner parameter, repeatable (e.g. slack=1.05, "
@@ -59,10 +76,12 @@ def add_parser(subparsers) -> None:
 def run(args) -> int:
     """Partition, print the quality table, write the store. Returns the exit code."""
     from partitioning import format_summary_table, make_partitioner, part_summary
-    from partitioning.local_view import PartViewBuilder
-    from partitioning.store import check_target, write_store
+    from pathlib import Path
 
-    from .resource_use import Stopwatch, part_progress
+    from partitioning.local_view import PartViewBuilder
+    from partitioning.store import check_target
+
+    from .resource_use import Stopwatch
 
     clock = Stopwatch()
     check_target(args.out, args.overwrite)  # fail before the long work, write nothing
@@ -75,22 +94,37 @@ def run(args) -> int:
     row_bytes = args.feature_bytes or 4 * max(data.num_features, 1)
     builder = None
     if partition.kind == "edge_cut":  # its halos serve the table and the store
-        builder = PartViewBuilder.for_graph(data, partition.node_parts, partition.num_parts)
-    say(format_summary_table(part_summary(data, partition, feature_bytes_per_row=row_bytes,
-                                          builder=builder)))
-    masks = {"train": data.train_mask, "val": data.val_mask, "test": data.test_mask}
-    bar = part_progress(args.parts, "writing parts")
+        spill_dir = Path(args.out).absolute().parent  # same file system as the store
+        spill_dir.mkdir(parents=True, exist_ok=True)
+        builder = PartViewBuilder.for_graph(data, partition.node_parts, partition.num_parts,
+                                            spill_dir=spill_dir)
     try:
-        manifest = write_store(args.out, data, partition, x=data.x, y=data.y, masks=masks,
-                               extra_meta={"dataset": data.name, "split": args.split,
-                                           "num_classes": data.num_classes},
-                               overwrite=args.overwrite, on_part=lambda _part: bar.update(1),
-                               builder=builder)
+        say(format_summary_table(part_summary(data, partition, feature_bytes_per_row=row_bytes,
+                                              builder=builder)))
+        manifest = _write(args, data, partition, builder)
     finally:
-        bar.close()
+        if builder is not None:
+            builder.close()
     size = sum(e["bytes"] for e in manifest["parts"]) + sum(
         e["bytes"] for e in manifest["files"].values())
     say(f"wrote {args.out}: {args.parts} parts, {size / 2**20:,.1f} MiB "
         f"(run: mpirun -n {args.parts} gnnscale train --partitions {args.out})")
     say(f"done in {clock.report()}")
     return 0
+
+
+def _write(args, data, partition, builder):
+    from partitioning.store import write_store
+
+    from .resource_use import part_progress
+
+    masks = {"train": data.train_mask, "val": data.val_mask, "test": data.test_mask}
+    bar = part_progress(args.parts, "writing parts")
+    try:
+        return write_store(args.out, data, partition, x=data.x, y=data.y, masks=masks,
+                           extra_meta={"dataset": data.name, "split": args.split,
+                                       "num_classes": data.num_classes},
+                           overwrite=args.overwrite, on_part=lambda _part: bar.update(1),
+                           builder=builder)
+    finally:
+        bar.close()

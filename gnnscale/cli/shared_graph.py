@@ -15,14 +15,15 @@ import tempfile
 from pathlib import Path
 
 from ..errors import DataError
-from .arguments import load_graph
+from .arguments import load_graph, resolve_data_root
 from .common import AgreedError, agreed_failure, user_error_types
 
 
 def _converted_folder(args) -> Path | None:
     from ..data.converted import is_converted
 
-    for candidate in (Path(args.dataset).expanduser(), Path(args.data_root) / args.dataset):
+    root = Path(resolve_data_root(args))
+    for candidate in (Path(args.dataset).expanduser(), root / args.dataset):
         try:
             if candidate.is_dir() and is_converted(candidate):
                 return candidate

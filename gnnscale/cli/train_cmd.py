@@ -97,9 +97,10 @@ def add_parser(subparsers) -> None:
     dist.add_argument("--partitioner", default="metis", choices=sorted(PARTITIONERS),
                       help="how to split the graph over the ranks")
     dist.add_argument("--balance", default=None, metavar="TARGETS",
-                      help="metis only: comma-separated balance targets from nodes, edges, "
-                           "train; None means METIS's own (nodes). On power-law graphs use "
-                           "nodes,edges: node balance alone can give one part most edges")
+                      help="metis, kaminpar: comma-separated balance targets from nodes, "
+                           "edges, train; None means the partitioner's own (nodes). On "
+                           "power-law graphs use nodes,edges: node balance alone can give one "
+                           "part most edges")
     dist.add_argument("--partitions", default=None, metavar="DIR",
                       help="train from a partition store written by `gnnscale partition` "
                            "(each rank reads only its part; --dataset is then ignored)")
@@ -280,7 +281,7 @@ def _problem_in_memory(args, comm, device):
     from partitioning import make_partitioner, part_summary
 
     from ..engine import LocalProblem
-    from .partition_cmd import balance_targets
+    from .partition_cmd import balance_params
     from .shared_graph import load_shared_graph
 
     data = load_shared_graph(args, comm)
@@ -288,12 +289,7 @@ def _problem_in_memory(args, comm, device):
         if comm.size > data.num_nodes:
             raise UsageError(f"{comm.size} ranks but the graph has only {data.num_nodes} nodes; "
                              f"launch at most {data.num_nodes} ranks")
-        params = {}
-        if args.balance is not None:
-            if args.partitioner != "metis":
-                raise UsageError(f"--balance applies to --partitioner metis, not "
-                                 f"{args.partitioner!r}")
-            params["balance"] = balance_targets(args.balance)
+        params = balance_params(args.balance, args.partitioner, "--partitioner")
         partitioner = make_partitioner(args.partitioner, num_parts=comm.size, seed=args.seed,
                                        **params)
     partition = None

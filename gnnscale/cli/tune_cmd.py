@@ -28,6 +28,8 @@ def _int_list(text: str) -> list[int]:
 
 def add_parser(subparsers) -> None:
     """Register ``tune`` with every option and its default."""
+    from partitioning import PARTITIONERS
+
     p = subparsers.add_parser(
         "tune", help="sweep partitioners x part counts and recommend one",
         description="Partition the dataset with every method for every part count, report "
@@ -38,7 +40,8 @@ def add_parser(subparsers) -> None:
     add_dataset_arguments(p)
     sweep = p.add_argument_group("sweep")
     sweep.add_argument("--methods", type=_csv, default=DEFAULT_METHODS,
-                       help="comma-separated partitioners")
+                       help="comma-separated partitioners from "
+                            f"{', '.join(sorted(PARTITIONERS))}")
     sweep.add_argument("--parts", type=_int_list, default=DEFAULT_PARTS,
                        help="comma-separated part counts; counts above the number of nodes "
                             "are skipped")

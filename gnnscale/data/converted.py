@@ -127,20 +127,11 @@ def _check_target(out_dir: Path, overwrite: bool) -> None:
 
 def read_manifest(folder) -> dict:
     """The manifest of a converted folder, checked for format, version and entries."""
+    from partitioning.atomic_files import read_manifest_file
+
     folder = Path(folder)
     path = folder / MANIFEST
-    try:
-        manifest = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise DataError(f"{folder} is not a converted graph: {MANIFEST} is missing") from None
-    except (OSError, ValueError) as exc:
-        raise DataError(f"{path} is unreadable or not valid JSON: {exc}") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise DataError(f"{path} is not a {FORMAT} manifest")
-    version = manifest.get("format_version")
-    if version != FORMAT_VERSION:
-        raise DataError(f"{path} has format_version {version!r}; this gnnscale reads version "
-                        f"{FORMAT_VERSION}: convert the source again with `gnnscale convert`")
+    manifest = read_manifest_file(path, FORMAT, FORMAT_VERSION, DataError, "gnnscale convert")
     files = manifest.get("files")
     missing = [name for name in ARRAYS if not isinstance(files, dict) or name not in files]
     if missing or not isinstance(manifest.get("num_nodes"), int):

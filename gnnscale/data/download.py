@@ -69,9 +69,9 @@ def download_dataset(name: str, root, *, base_url: str | None = None, progress: 
     final = root / entry.installs
     staging = root / STAGING / entry.name
     try:
-        staging.mkdir(parents=True, exist_ok=True)
+        staging.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise DataError(f"cannot create {staging} ({exc.strerror or exc})") from None
+        raise DataError(f"cannot create {staging.parent} ({exc.strerror or exc})") from None
     with _locked(root / STAGING / f"{entry.name}.lock"):
         if installed(entry, root):
             return final

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from gnnscale.data.graph_data import GraphData
 from gnnscale.data.npz import npz_keys
+from gnnscale.data.ogb_binary import is_ogb_binary
+from gnnscale.data.pyg_npz import is_pyg_npz
 from gnnscale.errors import DataError
 
 # Known names -> (loader kind, candidate locations under the data root, first existing wins).
@@ -129,8 +131,10 @@ def detect_format(path) -> tuple[str, Path]:
     """Recognise the layout at ``path`` from its contents: ``(kind, path to load)``.
 
     Kinds: ``planetoid`` (a folder with ``ind.<name>.graph``, or its parent with ``raw/``),
-    ``ogb`` (a folder with ``raw/edge.csv.gz`` and ``split/``), ``heterophilous`` (npz with
-    ``node_features``), ``scipy`` (an npz written by ``scipy.sparse.save_npz``), ``snap``
+    ``ogb`` (a folder with ``raw/edge.csv.gz`` and ``split/``), ``ogb_binary`` (a folder with
+    ``raw/data.npz`` and ``split/``, e.g. ``papers100M-bin``), ``heterophilous`` (npz with
+    ``node_features``), ``pyg`` (npz with PyG's ``edge_index`` and ``x``), ``scipy`` (an npz
+    written by ``scipy.sparse.save_npz``), ``snap``
     (``.txt``/``.txt.gz``/``.tsv``/``.edges`` edge list). A folder holding exactly one
     recognisable file or dataset folder (directly or in ``raw/``) is looked through.
     """
@@ -142,6 +146,8 @@ def detect_format(path) -> tuple[str, Path]:
             return "planetoid", path
         if _is_ogb(path):
             return "ogb", path
+        if is_ogb_binary(path):
+            return "ogb_binary", path
         found = [c for c in _children(path) if _recognisable(c)]
         if len(found) == 1:
             return detect_format(found[0])
@@ -165,15 +171,17 @@ def detect_format(path) -> tuple[str, Path]:
             raise DataError(f"{path} is not a readable .npz (zip) file")
         if "node_features" in keys or "edges" in keys:
             return "heterophilous", path
+        if is_pyg_npz(keys):
+            return "pyg", path
         if "format" in keys and "shape" in keys:
             return "scipy", path
         raise DataError(f"{path} is an npz of unknown layout (arrays: {', '.join(keys)}); "
-                        "expected heterophilous-graphs keys (node_features, edges, ...) or a "
-                        "scipy.sparse.save_npz matrix")
+                        "expected heterophilous-graphs keys (node_features, edges, ...), PyG "
+                        "arrays (edge_index, x, y, masks) or a scipy.sparse.save_npz matrix")
     if name.endswith(_SNAP_SUFFIXES):
         return "snap", path
     raise DataError(f"cannot tell the format of {path}: supported files are .npz "
-                    "(heterophilous-graphs or scipy.sparse) and SNAP edge lists "
+                    "(heterophilous-graphs, PyG arrays or scipy.sparse) and SNAP edge lists "
                     f"({', '.join(_SNAP_SUFFIXES)})")
 
 
@@ -223,13 +231,13 @@ def _recognisable(path: Path) -> bool:
             (name.startswith("ind.") and name.endswith(".graph"))
     if path.is_dir():
         return any(path.glob("ind.*.graph")) or any((path / "raw").glob("ind.*.graph")) or \
-            _is_ogb(path)
+            _is_ogb(path) or is_ogb_binary(path)
     return False
 
 
 def _is_ogb(path: Path) -> bool:
     raw = path / "raw"
-    return any((raw / name).is_file() for name in ("edge.csv.gz", "edge.csv", "data.npz")) \
+    return any((raw / name).is_file() for name in ("edge.csv.gz", "edge.csv")) \
         and (path / "split").is_dir()
 
 
@@ -242,6 +250,10 @@ def _load_kind(kind: str, path: Path, split: int, options: dict) -> GraphData:
         from gnnscale.data.snap import load_snap as loader
     elif kind == "ogb":
         from gnnscale.data.ogb import load_ogb as loader
+    elif kind == "ogb_binary":
+        from gnnscale.data.ogb_binary import load_ogb_binary as loader
+    elif kind == "pyg":
+        from gnnscale.data.pyg_npz import load_pyg_npz as loader
     elif kind == "scipy":
         from gnnscale.data.scipy_io import load_scipy as loader
     elif kind == "converted":

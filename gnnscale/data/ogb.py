@@ -8,59 +8,50 @@ Layout (``<dataset>/`` is e.g. ``ogbn_arxiv/``; ``.csv`` without ``.gz`` is acce
     <dataset>/raw/node-label.csv.gz      N lines, one class id (``nan`` = unlabeled)
     <dataset>/split/<scheme>/{train,valid,test}.csv.gz   node ids, one per line
 
-or the binary layout of the large sets (``ogbn-papers100M``, from ``papers100M-bin.zip``)::
-
-    <dataset>/raw/data.npz         edge_index [2, E], node_feat [N, F], num_nodes_list [1], ...
-    <dataset>/raw/node-label.npz   node_label [N, 1] (``nan`` = unlabeled)
-
 The split folder found is used; where there are several (``split/time``, ``split/random``),
 ``scheme=`` picks one. Edges are made undirected by default, as GNN training on OGB node tasks
 usually does (the ``ogb`` loader itself adds reverse edges only for some datasets, e.g.
 ``ogbn-products``); ``symmetrize=False`` keeps them as listed. Multi-label datasets
 (``ogbn-proteins``) and heterogeneous ones (``ogbn-mag``) are not supported. Without
 ``node-feat`` the features are generated (:func:`gnnscale.data.features.synthetic_node_data`).
+
+The CSV files are parsed by :func:`gnnscale.data.csv_table.read_csv_table` (pyarrow, batch by
+batch straight into int64 ids and float32 features). Labels that are ``nan`` mark unlabelled
+nodes (``y = -1``); a split that lists one is refused. The binary layout of the large sets
+(``ogbn-papers100M`` from ``papers100M-bin.zip``: ``raw/data.npz``, ``raw/node-label.npz``) is
+read by :mod:`gnnscale.data.ogb_binary`; :func:`load_ogb` hands such a folder to it.
 """
 
 from __future__ import annotations
 
-import gzip
-import warnings
-import zlib
+import os
 from pathlib import Path
 
 import numpy as np
 
 from gnnscale.data._csr import csr_by_destination
+from gnnscale.data.csv_table import read_csv_table
 from gnnscale.data.features import synthetic_node_data
 from gnnscale.data.graph_data import GraphData
-from gnnscale.data.npz import open_npz, require
+from gnnscale.data.node_labels import class_ids, masks_from_ids
 from gnnscale.errors import DataError
 
 _SPLIT_FILES = ("train", "valid", "test")
 
 
-def _find(folder: Path, stem: str) -> Path | None:
+def find_csv(folder: Path, stem: str) -> Path | None:
+    """``<folder>/<stem>.csv.gz`` or ``<folder>/<stem>.csv``, whichever exists (gz first)."""
     for suffix in (".csv.gz", ".csv"):
         if (folder / f"{stem}{suffix}").is_file():
             return folder / f"{stem}{suffix}"
     return None
 
 
-def read_csv(path: Path, dtype, *, columns: int | None = None) -> np.ndarray:
-    """Read a header-less comma-separated numeric table (gzip by name) as a 2-D array."""
-    opener = gzip.open if path.name.endswith(".gz") else open
-    try:
-        with opener(path, "rt", encoding="utf-8") as handle, warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            table = np.loadtxt(handle, dtype=dtype, delimiter=",", ndmin=2, comments=None)
-    except (OSError, EOFError, ValueError, UnicodeDecodeError, zlib.error, OverflowError) as exc:
-        raise DataError(f"{path} is not a readable numeric CSV table ({type(exc).__name__}: "
-                        f"{exc})") from None
-    if columns is not None and table.shape[0] == 0:
-        return table.reshape(0, columns)
-    if columns is not None and table.shape[1] != columns:
-        raise DataError(f"{path} should have {columns} column(s), found {table.shape[1]}")
-    return table
+def is_binary_layout(folder) -> bool:
+    """Whether ``folder/raw`` holds ``ogb``'s binary files (``data.npz``, or the heterogeneous
+    ``edge_index_dict.npz``) rather than CSV ones."""
+    raw = Path(folder) / "raw"
+    return (raw / "data.npz").is_file() or (raw / "edge_index_dict.npz").is_file()
 
 
 def split_schemes(folder) -> list[str]:
@@ -68,7 +59,7 @@ def split_schemes(folder) -> list[str]:
     split_dir = Path(folder) / "split"
     if not split_dir.is_dir():
         return []
-    return sorted(d.name for d in split_dir.iterdir() if d.is_dir() and _find(d, "train"))
+    return sorted(d.name for d in split_dir.iterdir() if d.is_dir() and find_csv(d, "train"))
 
 
 def load_ogb(path, *, split: int = 0, scheme: str | None = None, symmetrize: bool = True,
@@ -84,89 +75,103 @@ def load_ogb(path, *, split: int = 0, scheme: str | None = None, symmetrize: boo
     """
     folder = Path(path)
     raw = folder / "raw"
-    edge_file = _find(raw, "edge")
-    binary = edge_file is None and (raw / "data.npz").is_file()
-    if edge_file is None and not binary:
+    edge_file = find_csv(raw, "edge")
+    if edge_file is None and is_binary_layout(folder):
+        from gnnscale.data.ogb_binary import load_ogb_binary
+
+        return load_ogb_binary(folder, split=split, scheme=scheme, symmetrize=symmetrize,
+                               num_classes=num_classes, name=name)
+    if edge_file is None:
         raise DataError(f"OGB folder {folder} has no raw/edge.csv.gz (nor raw/data.npz)")
-    if split != 0:
-        raise DataError(f"OGB datasets have one split per scheme; split={split} does not exist "
-                        "(pick a scheme with scheme=NAME)")
-    train_ids, val_ids, test_ids = _read_split(folder, scheme)
+    check_split(split)
+    split_ids = read_split(folder, scheme)  # first: a missing split fails before the big files
+    label_file = find_csv(raw, "node-label")
+    if label_file is None:
+        raise DataError(f"OGB folder {folder} has no raw/node-label.csv.gz (node labels)")
+    num_nodes = _single_count(raw, "num-node-list")
+    num_edges = _single_count(raw, "num-edge-list")
+    labels = read_csv_table(label_file, np.float64, rows=_hint(num_nodes, label_file))
+    if num_nodes is None:
+        num_nodes = labels.shape[0]
+    y = class_ids(labels, num_nodes, str(label_file))
+    del labels
+    edges = read_csv_table(edge_file, np.int64, columns=2, order="F",
+                           rows=_hint(num_edges, edge_file))
+    if num_edges is not None and edges.shape[0] != num_edges:
+        raise DataError(f"{edge_file} has {edges.shape[0]} edges but {raw}/num-edge-list says "
+                        f"{num_edges}")
+    # The CSR is built and the edge list dropped before the features are read: lower peak.
+    indptr, indices = edges_to_csr(edges[:, 0], edges[:, 1], num_nodes, symmetrize, edge_file)
+    del edges
+    feat_file = find_csv(raw, "node-feat")
+    features = None
+    if feat_file is not None:
+        features = read_csv_table(feat_file, np.float32, rows=_hint(num_nodes, feat_file))
+    return assemble(folder, indptr, indices, features, y, split_ids, name=name,
+                    num_classes=num_classes, feature_source=f"{raw}/node-feat")
 
-    if binary:
-        edges, features, labels, counts, label_file = _read_binary(raw)
-    else:
-        edges = read_csv(edge_file, np.int64, columns=2)
-        features = _optional(raw, "node-feat", np.float32)
-        label_file = _find(raw, "node-label")
-        if label_file is None:
-            raise DataError(f"OGB folder {folder} has no raw/node-label.csv.gz (node labels)")
-        labels = read_csv(label_file, np.float64)
-        counts = _optional(raw, "num-node-list", np.int64)
-    if labels.shape[1] != 1:
-        raise DataError(f"{label_file} has {labels.shape[1]} label columns; multi-label "
-                        "datasets (e.g. ogbn-proteins) are not supported")
-    labels = labels[:, 0]
-    if counts is not None and counts.size != 1:
-        raise DataError(f"{raw}/num-node-list holds {counts.size} numbers; only single-graph "
-                        "node-property datasets are supported")
-    num_nodes = int(counts.ravel()[0]) if counts is not None else labels.shape[0]
-    if labels.shape[0] != num_nodes:
-        raise DataError(f"{label_file} has {labels.shape[0]} rows but the graph has "
-                        f"{num_nodes} nodes")
-    labeled = np.isfinite(labels)
-    if np.any(labels[labeled] != np.floor(labels[labeled])) or np.any(labels[labeled] < 0):
-        raise DataError(f"{label_file} must hold non-negative integer class ids or nan")
-    y = np.where(labeled, labels, -1).astype(np.int64)
 
-    masks = []
-    for kind, ids in zip(_SPLIT_FILES, (train_ids, val_ids, test_ids)):
-        if ids.size and (ids.min() < 0 or ids.max() >= num_nodes):
-            bad = ids.min() if ids.min() < 0 else ids.max()
-            raise DataError(f"OGB split {kind} lists node {int(bad)}, outside [0, {num_nodes})")
-        mask = np.zeros(num_nodes, dtype=bool)
-        mask[ids] = True
-        masks.append(mask)
+def assemble(folder: Path, indptr, indices, features, y, split_ids, *, name: str | None,
+             num_classes: int | None, feature_source: str) -> GraphData:
+    """The :class:`GraphData` of an OGB folder from its parts (shared by the CSV and npz layouts).
 
-    indptr, indices = csr_by_destination(edges[:, 0], edges[:, 1], num_nodes,
-                                         symmetrize=symmetrize)
+    ``split_ids``: ``(file, node ids)`` of train, valid and test; ``features=None`` generates
+    features (:func:`gnnscale.data.features.synthetic_node_data`).
+    """
+    num_nodes = len(indptr) - 1
+    masks = masks_from_ids([ids for _, ids in split_ids], num_nodes, y,
+                           [f"OGB split file {file}" for file, _ in split_ids])
     if features is None:
         classes = int(y.max()) + 1 if y.size and y.max() >= 0 else 1
         features = synthetic_node_data(indptr, indices, num_classes=classes)[0]
-    elif features.shape[0] != num_nodes:
-        raise DataError(f"{raw}/node-feat has {features.shape[0]} rows but the graph has "
+    elif features.ndim != 2 or features.shape[0] != num_nodes:
+        raise DataError(f"{feature_source} has {features.shape[0]} rows but the graph has "
                         f"{num_nodes} nodes")
     return GraphData(indptr, indices, features, y, *masks,
                      name=name or folder.name.replace("_", "-"),
                      num_classes=num_classes).validate()
 
 
-def _read_binary(raw: Path):
-    """``(edges [E, 2], features or None, labels [N, 1], node counts, label file)`` from the
-    binary layout (``raw/data.npz`` + ``raw/node-label.npz``)."""
-    data_file, label_file = raw / "data.npz", raw / "node-label.npz"
-    with open_npz(data_file) as arrays:
-        require(arrays, ("edge_index",), data_file, "OGB binary")
-        edge_index = np.asarray(arrays["edge_index"], dtype=np.int64)
-        features = np.asarray(arrays["node_feat"], dtype=np.float32) \
-            if "node_feat" in arrays else None
-        counts = np.asarray(arrays["num_nodes_list"], dtype=np.int64) \
-            if "num_nodes_list" in arrays else None
-    if edge_index.ndim != 2 or edge_index.shape[0] != 2:
-        raise DataError(f"{data_file}: edge_index should have shape [2, E], found "
-                        f"{list(edge_index.shape)}")
-    with open_npz(label_file) as arrays:
-        require(arrays, ("node_label",), label_file, "OGB binary")
-        labels = np.asarray(arrays["node_label"], dtype=np.float64)
-    return edge_index.T, features, labels.reshape(labels.shape[0], -1), counts, label_file
+def edges_to_csr(src, dst, num_nodes: int, symmetrize: bool, origin):
+    """:func:`csr_by_destination` whose errors (an id out of range) name ``origin``."""
+    try:
+        return csr_by_destination(src, dst, num_nodes, symmetrize=symmetrize)
+    except DataError as exc:
+        raise DataError(f"{origin}: {exc}") from None
 
 
-def _optional(raw: Path, stem: str, dtype):
-    found = _find(raw, stem)
-    return None if found is None else read_csv(found, dtype)
+def check_split(split: int) -> None:
+    """OGB folders define one split per scheme: anything but ``split=0`` is a DataError."""
+    if split != 0:
+        raise DataError(f"OGB datasets have one split per scheme; split={split} does not exist "
+                        "(pick a scheme with scheme=NAME)")
 
 
-def _read_split(folder: Path, scheme: str | None):
+def _single_count(raw: Path, stem: str) -> int | None:
+    """The one number in ``raw/<stem>.csv[.gz]`` (None when the file is absent)."""
+    found = find_csv(raw, stem)
+    if found is None:
+        return None
+    counts = read_csv_table(found, np.int64)
+    if counts.size != 1:
+        raise DataError(f"{found} holds {counts.size} numbers; only single-graph node-property "
+                        "datasets are supported")
+    if counts.ravel()[0] < 0:
+        raise DataError(f"{found} holds a negative count {int(counts.ravel()[0])}")
+    return int(counts.ravel()[0])
+
+
+def _hint(rows: int | None, path: Path) -> int | None:
+    """``rows`` as a preallocation size, unless the file is too small to hold that many lines."""
+    if rows is None:
+        return None
+    size = os.path.getsize(path)
+    most = size * 1100 // 2 if path.name.endswith(".gz") else size // 2  # deflate: <= 1032:1
+    return min(rows, most)
+
+
+def read_split(folder: Path, scheme: str | None) -> list[tuple[Path, np.ndarray]]:
+    """``(file, node ids)`` of train, valid and test of the chosen (or only) scheme."""
     schemes = split_schemes(folder)
     split_dir = folder / "split"
     if scheme is not None:
@@ -179,14 +184,14 @@ def _read_split(folder: Path, scheme: str | None):
     elif schemes:
         raise DataError(f"OGB folder {folder} has several split schemes ({', '.join(schemes)}); "
                         "choose one with scheme=NAME")
-    elif _find(split_dir, "train"):
+    elif find_csv(split_dir, "train"):
         chosen = split_dir
     else:
         raise DataError(f"OGB folder {folder} has no split/<scheme>/train.csv.gz")
     ids = []
     for kind in _SPLIT_FILES:
-        file = _find(chosen, kind)
+        file = find_csv(chosen, kind)
         if file is None:
             raise DataError(f"OGB split folder {chosen} is missing {kind}.csv.gz")
-        ids.append(read_csv(file, np.int64, columns=1).ravel())
+        ids.append((file, read_csv_table(file, np.int64, columns=1).ravel()))
     return ids

@@ -3,8 +3,11 @@
 Full-batch training allocates the same large activations every epoch (R-MAT scale 18 at 256
 hidden units: 268 MB each). glibc serves blocks over its mmap threshold with fresh ``mmap``
 calls and returns them to the kernel on free, so every epoch pays a page fault (and the
-kernel's zeroing) for every 4 KiB page again: measured on this project's 2-core machine, that
-was more than half of a GCN epoch (1.8 s -> 0.83 s). :func:`retain_freed_memory` tells glibc
+kernel's zeroing) for every 4 KiB page again, some 65,000 per such tensor. On a quiet 2-core
+machine a GCN training step on that workload took 1.8 s with glibc's defaults and 0.83 s with
+this setting; ``GNNSCALE_RETAIN_MEMORY=0 python benchmarks/engine_vs_dgl.py --variants gnnscale
+--models gcn`` against the same command without the variable measures it (each prints the
+median step time). :func:`retain_freed_memory` tells glibc
 to serve large blocks from its heap and not to trim it, so freed pages are reused: the
 process's resident memory stays at its peak (which the trainer reports anyway) instead of
 shrinking between epochs.

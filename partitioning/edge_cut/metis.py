@@ -38,6 +38,39 @@ def constraint_weights(graph: CSRGraph, balance, train_mask) -> np.ndarray:
     return np.stack(cols, axis=1)
 
 
+def check_balance(balance) -> tuple:
+    """Validate a ``balance`` parameter (a target name or a tuple of them); return the tuple."""
+    if isinstance(balance, str):
+        balance = (balance,)
+    try:
+        balance = tuple(balance)
+    except TypeError:
+        balance = (balance,)
+    if not balance or any(b not in BALANCE_TARGETS for b in balance) \
+            or len(set(balance)) != len(balance):
+        raise PartitionError(
+            f"balance={balance!r} must be a non-empty tuple of distinct values from "
+            f"{BALANCE_TARGETS}")
+    return balance
+
+
+def check_imbalance(imbalance) -> None:
+    """Refuse an ``imbalance`` parameter outside (0, 10)."""
+    if isinstance(imbalance, (bool, np.bool_)) or not isinstance(imbalance, (int, float)) \
+            or not 0 < imbalance < 10:
+        raise PartitionError(f"imbalance={imbalance!r} must be a number in (0, 10)")
+
+
+def combined_vertex_weights(weights: np.ndarray) -> np.ndarray:
+    """int64 ``[N]``: one vertex weight for a single-constraint partitioner from ``[N, C]``.
+
+    Each target is scaled to a mean of 10 per node and the targets are summed; +1 keeps every
+    weight positive.
+    """
+    means = np.maximum(weights.mean(axis=0), 1e-12)
+    return (np.rint((weights / means).sum(axis=1) * 10) + 1).astype(np.int64)
+
+
 class MetisPartitioner(Partitioner):
     """METIS multilevel k-way edge cut on the symmetrised graph (self loops dropped).
 
@@ -61,19 +94,8 @@ class MetisPartitioner(Partitioner):
     defaults = {"balance": ("nodes",), "imbalance": 0.03, "recursive": False}
 
     def _check_params(self):
-        balance = self.method_params["balance"]
-        if isinstance(balance, str):
-            balance = (balance,)
-        balance = tuple(balance)
-        if not balance or any(b not in BALANCE_TARGETS for b in balance) \
-                or len(set(balance)) != len(balance):
-            raise PartitionError(
-                f"balance={balance!r} must be a non-empty tuple of distinct values from "
-                f"{BALANCE_TARGETS}")
-        self.method_params["balance"] = balance
-        imbalance = self.method_params["imbalance"]
-        if not isinstance(imbalance, (int, float)) or not 0 < imbalance < 10:
-            raise PartitionError(f"imbalance={imbalance!r} must be a number in (0, 10)")
+        self.method_params["balance"] = check_balance(self.method_params["balance"])
+        check_imbalance(self.method_params["imbalance"])
 
     def _partition(self, graph, train_mask):
         import pymetis  # deferred: importing the package must not require METIS
@@ -86,9 +108,7 @@ class MetisPartitioner(Partitioner):
         adj = _metis_adjacency(graph)
         vweights = None
         if balance != ("nodes",):
-            # Each target scaled to a mean of 10 per node, summed; +1 keeps every weight positive.
-            means = np.maximum(weights.mean(axis=0), 1e-12)
-            vweights = (np.rint((weights / means).sum(axis=1) * 10) + 1).astype(np.int64)
+            vweights = combined_vertex_weights(weights)
         options = pymetis.Options(seed=self.seed, ufactor=max(1, int(round(imbalance * 1000))))
         result = pymetis.part_graph(
             self.num_parts, pymetis.CSRAdjacency(adj.indptr, adj.indices), vweights=vweights,

@@ -83,6 +83,17 @@ def test_train_with_download_fetches_then_trains(tmp_path, mirror):
     assert "2708" in result.stdout
 
 
+def test_partition_with_download_on_two_ranks_fetches_once(tmp_path, mirror):
+    served = len(mirror.requests)
+    result = gnnscale_cli(2, ["partition", "--dataset", "minesweeper", "--data-root",
+                              str(tmp_path / "data"), "--download", "--parts", "2", "--out",
+                              str(tmp_path / "parts")],
+                          env=offline({"GNNSCALE_DOWNLOAD_BASE_URL": mirror.url}))
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "data" / "minesweeper" / "raw" / "minesweeper.npz").is_file()
+    assert mirror.requests[served:] == [("heterophilous/minesweeper.npz", None)]
+
+
 def test_named_dataset_falls_back_to_the_shipped_copy_only_without_data_root(tmp_path):
     env = mpi_env(offline())
     env.pop("GNNSCALE_DATA_ROOT", None)

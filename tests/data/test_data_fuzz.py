@@ -16,7 +16,7 @@ from gnnscale.data import GraphData, generate_sbm, load_dataset
 from gnnscale.data.safe_pickle import safe_loads
 from gnnscale.errors import GnnscaleError
 
-from data_ogb_layout import write_ogb
+from data_ogb_layout import write_ogb, write_ogb_binary
 
 FUZZ = settings(max_examples=30, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
@@ -136,3 +136,32 @@ def test_random_bytes_in_an_ogb_folder(tmp_path):
             loads_or_refuses(folder)
         file.write_bytes(original)
     assert loads_or_refuses(folder) is not None
+
+
+def test_truncated_and_mutated_ogb_binary_and_pyg_npz(tmp_path):
+    graph = generate_sbm(num_nodes=40, num_classes=2, num_val=5, num_test=5)
+    folder = write_ogb_binary(tmp_path / "papers_fuzz", graph)
+    pyg = tmp_path / "pyg.npz"
+    np.savez(pyg, edge_index=graph.edge_index(), x=graph.x, y=graph.y,
+             train_mask=graph.train_mask, val_mask=graph.val_mask, test_mask=graph.test_mask)
+    runs = []
+    for file, target in ((folder / "raw" / "data.npz", folder),
+                         (folder / "raw" / "node-label.npz", folder), (pyg, pyg)):
+        original = file.read_bytes()
+
+        @FUZZ
+        @given(cut=st.integers(0, len(original) - 1),
+               positions=st.lists(st.integers(0, len(original) - 1), max_size=3),
+               values=st.lists(st.integers(0, 255), min_size=3, max_size=3))
+        def check(cut, positions, values):
+            runs.append(cut)
+            file.write_bytes(original[:cut])
+            loads_or_refuses(target)
+            if positions:
+                file.write_bytes(_mutate(original, positions, values))
+                loads_or_refuses(target)
+
+        check()
+        file.write_bytes(original)
+    assert len(runs) >= 60
+    assert loads_or_refuses(folder) is not None and loads_or_refuses(pyg) is not None

@@ -17,7 +17,7 @@ from gnnscale.data.download import STAGING, download_dataset
 from gnnscale.data.registry import BASE_URL_ENV
 from gnnscale.errors import DataError
 
-from data_ogb_layout import write_csv_gz, write_ogb
+from data_ogb_layout import write_ogb, write_ogb_binary
 from http_mirror import MirrorServer, mirror_of_shipped
 
 TOLOKERS_BYTES = 1_329_769
@@ -44,21 +44,6 @@ def mirror_folder(tmp_path_factory, ogb_graph):
     for name in ("arxiv", "papers100M-bin"):
         shutil.make_archive(str(folder / "ogb" / name), "zip", root_dir=build, base_dir=name)
     return folder
-
-
-def write_ogb_binary(folder, graph):
-    """``graph`` in OGB's binary layout (raw/data.npz, raw/node-label.npz, split/time/)."""
-    src, dst = graph.edge_index()
-    once = src < dst
-    (folder / "raw").mkdir(parents=True)
-    np.savez_compressed(folder / "raw" / "data.npz", edge_index=np.stack([src[once], dst[once]]),
-                        node_feat=graph.x, num_nodes_list=np.array([graph.num_nodes]),
-                        num_edges_list=np.array([int(once.sum())]))
-    np.savez_compressed(folder / "raw" / "node-label.npz",
-                        node_label=graph.y.astype(np.float64).reshape(-1, 1))
-    for kind, mask in (("train", graph.train_mask), ("valid", graph.val_mask),
-                       ("test", graph.test_mask)):
-        write_csv_gz(folder / "split" / "time" / f"{kind}.csv.gz", np.flatnonzero(mask), "%d")
 
 
 @pytest.fixture
@@ -90,6 +75,7 @@ def test_cora_is_installed_as_the_shipped_copy_and_not_fetched_twice(tmp_path, m
     served = len(mirror.requests)
     assert download_dataset("cora", root, base_url=mirror.url) == folder
     assert len(mirror.requests) == served  # installed: no network at all
+    assert not (root / STAGING / "cora").exists()
 
 
 @pytest.mark.parametrize("name", ["citeseer", "tolokers", "minesweeper", "email-enron",

@@ -13,7 +13,11 @@ from gnnscale.nn import GNN
 STEPS = 5
 LR, WEIGHT_DECAY, HIDDEN, SEED = 0.01, 5e-4, 16, 3
 DATASETS = ("cora", "isolated")
-PARTITIONERS = ("random", "block", "metis", "ldg", "fennel")  # vertex cuts: tests/vertex_cut
+# Edge cuts; the vertex cuts have their own exactness test in tests/vertex_cut.
+PARTITIONERS = ("random", "block", "metis", "kaminpar", "ldg", "fennel")
+# Every rank partitions on its own, so each partitioner must give the same parts on every rank:
+# KaMinPar does for a seed on one thread.
+PARTITIONER_PARAMS = {"kaminpar": {"threads": 1}}
 MODELS = ("gcn", "sage")
 
 

@@ -10,8 +10,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from exactness_cases import (DATASETS, LR, MODELS, PARTITIONERS, SEED, STEPS, WEIGHT_DECAY,  # noqa: E402
-                             case_key, initial_model, load_case_dataset)
+from exactness_cases import (DATASETS, LR, MODELS, PARTITIONER_PARAMS, PARTITIONERS, SEED,  # noqa: E402
+                             STEPS, WEIGHT_DECAY, case_key, initial_model, load_case_dataset)
 
 from gnnscale.comm import init  # noqa: E402
 from gnnscale.engine import LocalProblem, Trainer, gather_predictions  # noqa: E402
@@ -25,8 +25,9 @@ def main() -> None:
     for dataset in DATASETS:
         data = load_case_dataset(dataset, datasets_root)
         for partitioner in PARTITIONERS:
-            node_parts = make_partitioner(partitioner, num_parts=comm.size,
-                                          seed=SEED).fit(data).node_parts
+            node_parts = make_partitioner(partitioner, num_parts=comm.size, seed=SEED,
+                                          **PARTITIONER_PARAMS.get(partitioner, {})
+                                          ).fit(data).node_parts
             problem = LocalProblem.from_graph_data(data, node_parts, comm)
             for model_name in MODELS:
                 model = initial_model(model_name, data)

@@ -21,7 +21,9 @@ def graphs(draw):
 def test_every_node_owned_exactly_once(graph, method, data):
     num_parts = data.draw(st.integers(1, graph.num_nodes))
     seed = data.draw(st.integers(0, 2**31))
-    part = make_partitioner(method, num_parts=num_parts, seed=seed).fit(graph)
+    # KaMinPar is deterministic for a seed on one thread only (its parallel phases race).
+    params = {"threads": 1} if method == "kaminpar" else {}
+    part = make_partitioner(method, num_parts=num_parts, seed=seed, **params).fit(graph)
     assert part.node_parts.shape == (graph.num_nodes,)
     assert part.node_parts.min() >= 0 and part.node_parts.max() < num_parts
     if part.kind == "vertex_cut":
@@ -30,5 +32,5 @@ def test_every_node_owned_exactly_once(graph, method, data):
     assert s["nodes"].sum() == graph.num_nodes
     assert s["edges"].sum() == graph.num_edges
     assert 1.0 <= s["replication_factor"] <= num_parts
-    again = make_partitioner(method, num_parts=num_parts, seed=seed).fit(graph)
+    again = make_partitioner(method, num_parts=num_parts, seed=seed, **params).fit(graph)
     np.testing.assert_array_equal(part.node_parts, again.node_parts)

@@ -155,3 +155,26 @@ def test_overwrite_replaces_atomically(tmp_path, graph_and_data):
                 overwrite=True)
     assert read_manifest(tmp_path / "out")["partition"]["num_parts"] == 3
     assert os.listdir(tmp_path) == ["out"]
+
+
+@pytest.mark.parametrize("num_parts", [1, 5])
+def test_memory_mapped_graph_store_equals_in_memory_store(tmp_path, num_parts):
+    """A converted (memory-mapped) graph is grouped by part through spill files; its store
+    holds exactly the arrays of the store written from the graph in memory."""
+    from gnnscale.data import load_dataset
+    from gnnscale.data.converted import open_converted, write_converted
+
+    data = load_dataset("rmat", scale=9, num_features=4, num_classes=3, seed=2)
+    write_converted(data, tmp_path / "graph")
+    mapped = open_converted(tmp_path / "graph")
+    part = make_partitioner("random", num_parts=num_parts, seed=1).fit(data)
+    masks = {"train": data.train_mask}
+    write_store(tmp_path / "a", data, part, x=data.x, y=data.y, masks=masks)
+    write_store(tmp_path / "b", mapped, part, x=mapped.x, y=mapped.y,
+                masks={"train": mapped.train_mask})
+    for p in range(num_parts):
+        a, b = read_part(tmp_path / "a", p), read_part(tmp_path / "b", p)
+        assert a.keys() == b.keys()
+        for name in a:
+            np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+    assert sorted(os.listdir(tmp_path)) == ["a", "b", "graph"]  # spill files are gone
