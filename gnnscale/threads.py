@@ -39,8 +39,13 @@ def size_kernel_pool() -> None:
     if local_ranks() > 1 and "NUMBA_NUM_THREADS" not in os.environ:
         os.environ["NUMBA_NUM_THREADS"] = str(default_threads())
         numba = sys.modules.get("numba")
-        if numba is not None:
+        if numba is not None and not _numba_pool_started():
             # numba was imported first (``partitioning`` uses it): it must re-read the variable
             # now, before its pool starts, or a later compilation finds the pool's size and
             # its configuration disagreeing and refuses to run
             numba.core.config.reload_config()
+
+
+def _numba_pool_started() -> bool:
+    parallel = sys.modules.get("numba.np.ufunc.parallel")
+    return bool(getattr(parallel, "_is_initialized", False))

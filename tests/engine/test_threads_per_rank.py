@@ -24,6 +24,8 @@ def test_default_threads_divides_the_cores_among_local_ranks(monkeypatch):
 
 
 def test_size_kernel_pool_respects_an_explicit_setting(monkeypatch):
+    # numba's configuration is not re-read here: it would outlive the test's environment
+    monkeypatch.setattr(threads, "_numba_pool_started", lambda: True)
     monkeypatch.setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "2")
     monkeypatch.setenv("NUMBA_NUM_THREADS", "7")
     threads.size_kernel_pool()
