@@ -14,7 +14,6 @@ import socket
 import tempfile
 from pathlib import Path
 
-from ..errors import DataError
 from .arguments import load_graph, resolve_data_root
 from .common import AgreedError, agreed_failure, user_error_types
 
@@ -75,6 +74,4 @@ def load_shared_graph(args, comm):
     finally:
         if comm.rank == leader:
             shutil.rmtree(tmp, ignore_errors=True)
-    if data is None:  # pragma: no cover - open_converted raises instead
-        raise DataError(f"no graph at {tmp}")
     return data
