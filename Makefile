@@ -37,7 +37,7 @@ demo: venv
 
 # `make test`: the main suite in .venv (a failure stops here and fails), then the DGL tests.
 test: venv
-	PATH=$(CURDIR)/$(BIN):$$PATH OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests
+	PATH=$(CURDIR)/$(BIN):$$PATH OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -p no:cacheprovider --durations=25 tests
 	@$(MAKE) --no-print-directory dgl-test
 
 dgl-env:

@@ -61,6 +61,18 @@ def current_rss_bytes() -> int:
         return 0
 
 
+def held_bytes(plan: dict, rank: int) -> float:
+    """What this rank already holds, as far as the plan goes: its resident memory now, but no
+    more than the plan's ``load`` phase when the plan has one (the data is loaded when the
+    check runs). Capping by the plan keeps the predicted growth from vanishing when the runtime
+    happens to be larger than the plan's estimate of it."""
+    held = float(current_rss_bytes())
+    load = plan["phases"].get("load")
+    if load is not None:
+        held = min(held, float(load[min(rank, len(load) - 1)]))
+    return held
+
+
 def check_plan(plan: dict, comm, what: str, ignore: bool = False) -> None:
     """Collective: refuse (UsageError on every rank) if this host cannot hold ``plan``.
 
@@ -68,7 +80,7 @@ def check_plan(plan: dict, comm, what: str, ignore: bool = False) -> None:
     ``comm`` (or one for a single process, ``comm=None``: not collective).
     """
     rank = comm.rank if comm is not None and len(plan["per_rank_peak"]) > 1 else 0
-    need = max(0.0, float(plan["per_rank_peak"][rank]) - current_rss_bytes())
+    need = max(0.0, float(plan["per_rank_peak"][rank]) - held_bytes(plan, rank))
     mine = (socket.gethostname(), need, rank)
     everyone = comm.allgather_object(mine) if comm is not None and comm.size > 1 else [mine]
     host = mine[0]

@@ -99,3 +99,21 @@ def test_the_check_sums_the_ranks_of_one_host(monkeypatch):
                                          r"150 MiB is available"):
         check_plan(plan, TwoRanks(peer_host=None), "training")
     check_plan(plan, TwoRanks(peer_host=None), "training", ignore=True)
+
+
+def test_growth_after_loading_counts_when_the_runtime_outgrows_the_plan(monkeypatch):
+    """The plan's runtime estimate can be below this process's resident memory; what the plan
+    adds after its ``load`` phase is still needed."""
+    import numpy as np
+
+    from gnnscale.cli import memory_check
+    from gnnscale.errors import UsageError
+
+    plan = {"per_rank_peak": np.array([300e6]),
+            "phases": {"load": np.array([200e6]), "partition": np.array([300e6])}}
+    monkeypatch.setattr(memory_check, "current_rss_bytes", lambda: int(2e9))
+    monkeypatch.setenv(AVAILABLE_ENV, str(int(50e6)))
+    with pytest.raises(UsageError, match="need 95 MiB more but 48 MiB is available"):
+        memory_check.check_plan(plan, None, "partitioning")
+    monkeypatch.setenv(AVAILABLE_ENV, str(int(150e6)))
+    memory_check.check_plan(plan, None, "partitioning")
