@@ -17,6 +17,7 @@ ALLOWED = {
     "engine": {"nn", "graph", "parallel", "comm", "data", "partitioning", "errors"},
     "cli": {"engine", "nn", "graph", "parallel", "comm", "data", "partitioning", "errors",
             "threads", "models"},
+    "recipes": {"engine", "nn", "comm", "data", "partitioning", "errors", "threads"},
     "__init__": {"threads"}, "__main__": {"cli"},
 }
 

@@ -6,7 +6,8 @@ whole graph: :class:`GCNLayer` (``GCNConv``), :class:`SAGELayer` (``SAGEConv``, 
 :class:`GATLayer` (``GATConv``), :class:`GINLayer` (``GINConv``), :class:`DistributedConv` (any
 one-hop ``MessagePassing`` layer), :class:`DistributedBatchNorm` (``BatchNorm1d``) and
 :class:`LayerNorm` (PyG ``LayerNorm``, node or graph mode). :class:`GNN` stacks them; its model
-names are :data:`MODEL_NAMES`.
+names are :data:`MODEL_NAMES`. :class:`ResidualGNN` is Platonov et al.'s residual model (norm,
+graph module, feed-forward network, skip) with GCN, SAGE or GAT blocks.
 """
 
 from .conv import GCNLayer, SAGELayer
@@ -15,7 +16,8 @@ from .gin import GINLayer
 from .models import GNN, MODEL_NAMES, build_layer
 from .norms import NORMS, DistributedBatchNorm, LayerNorm, global_sum, make_norm
 from .pyg_wrapper import DistributedConv
+from .residual_blocks import RESIDUAL_BLOCKS, ResidualGNN
 
 __all__ = ["GCNLayer", "SAGELayer", "GATLayer", "GINLayer", "DistributedConv",
            "DistributedBatchNorm", "LayerNorm", "NORMS", "make_norm", "global_sum", "GNN",
-           "MODEL_NAMES", "build_layer"]
+           "MODEL_NAMES", "build_layer", "ResidualGNN", "RESIDUAL_BLOCKS"]
