@@ -15,6 +15,8 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from .mapped_rows import read_rows, take_rows
+
 
 @dataclass
 class PartView:
@@ -88,7 +90,7 @@ def out_degree_and_self_loops(indptr, indices, num_nodes: int):
     self_loops = np.zeros(num_nodes, dtype=np.int64)
     for a, b in row_blocks(indptr):
         lo, hi = int(indptr[a]), int(indptr[b])
-        src = np.asarray(indices[lo:hi])
+        src = read_rows(indices, lo, hi)
         out_degree += np.bincount(src, minlength=num_nodes)
         dst = np.repeat(np.arange(a, b, dtype=np.int64), np.diff(indptr[a:b + 1]))
         loops = dst[src == dst]
@@ -200,10 +202,10 @@ class PartViewBuilder:
         if owned.size and int(owned[-1]) - int(owned[0]) + 1 == owned.size:
             # contiguous ids (block partitions, single part): one slice, no index array
             lo = int(starts[0])
-            return owned, np.asarray(self.indices[lo:lo + total], dtype=np.int64)
+            return owned, read_rows(self.indices, lo, lo + total, dtype=np.int64)
         offsets = np.cumsum(lengths) - lengths
         positions = np.repeat(starts - offsets, lengths) + np.arange(total, dtype=np.int64)
-        return owned, np.asarray(self.indices[positions], dtype=np.int64)
+        return owned, take_rows(self.indices, positions).astype(np.int64, copy=False)
 
     def halo(self, part: int, sources: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(halo, halo_owner)``: distinct foreign ``sources`` ordered by (owner, global id)."""

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .mapped_rows import read_rows
+
 # Bytes of feature rows read per block of the node-row pass.
 ROW_BYTES_PER_BLOCK = 1 << 27
 
@@ -41,7 +43,7 @@ class PartBuckets:
         try:
             for a, b in row_blocks:
                 lo, hi = int(indptr[a]), int(indptr[b])
-                sources = np.asarray(indices[lo:hi], dtype=np.int64)
+                sources = read_rows(indices, lo, hi, dtype=np.int64)
                 edge_part = np.repeat(node_parts[a:b], np.diff(indptr[a:b + 1]))
                 self._append("sources", edge_part, sources)
         except BaseException:
@@ -67,7 +69,7 @@ class PartBuckets:
         step = max(1, ROW_BYTES_PER_BLOCK // row_bytes)
         for a in range(0, array_rows, step):
             b = min(array_rows, a + step)
-            self._append(name, np.asarray(self.node_parts[a:b]), np.asarray(array[a:b]))
+            self._append(name, np.asarray(self.node_parts[a:b]), read_rows(array, a, b))
         self._arrays[name] = (array.dtype, array.shape[1:])
 
     def sources(self, part: int) -> np.ndarray:

@@ -106,19 +106,30 @@ def add_dataset_arguments(parser, default_dataset: str = "sbm") -> None:
                            "num_features=128, scheme=time for OGB)")
 
 
-def add_model_arguments(parser) -> None:
-    """The GNN: layer type, depth, width, dropout, attention heads, norms."""
-    from ..nn import MODEL_NAMES
+def add_model_arguments(parser, *, planning: bool = False) -> None:
+    """The GNN: layer type, depth, width, dropout, attention heads, norms.
+
+    ``planning``: only what the time and memory models read (``--model`` among the models they
+    know, ``--layers``, ``--hidden``, ``--heads``, ``--out-heads``), for ``tune`` and ``plan``.
+    """
+    if planning:
+        from partitioning.cost_model import MODELS as names
+    else:
+        from ..nn import MODEL_NAMES as names
 
     model = parser.add_argument_group("model")
-    model.add_argument("--model", default="gcn", choices=MODEL_NAMES, help="layer type")
+    model.add_argument("--model", default="gcn", choices=names, help="layer type")
     model.add_argument("--layers", type=positive_int, default=2, help="number of graph layers")
     model.add_argument("--hidden", type=positive_int, default=16, help="hidden width")
-    model.add_argument("--dropout", type=probability, default=0.5, help="dropout probability")
+    if not planning:
+        model.add_argument("--dropout", type=probability, default=0.5,
+                           help="dropout probability")
     model.add_argument("--heads", type=positive_int, default=8,
                        help="attention heads of hidden gat/gatv2 layers")
     model.add_argument("--out-heads", type=positive_int, default=1,
                        help="attention heads of the last gat/gatv2 layer (averaged)")
+    if planning:
+        return
     model.add_argument("--attn-dropout", type=probability, default=0.0,
                        help="dropout on attention coefficients (gat/gatv2)")
     model.add_argument("--residual", action="store_true", help="skip connections")

@@ -12,7 +12,7 @@ def add_parser(subparsers) -> None:
     """Register ``plan`` with every option and its default."""
     from partitioning import PARTITIONERS
 
-    from .tune_cmd import add_model_arguments
+    from .arguments import add_model_arguments
 
     p = subparsers.add_parser(
         "plan", help="predict the peak memory of every rank and phase of one run",
@@ -23,7 +23,7 @@ def add_parser(subparsers) -> None:
                     "with --partitions.",
         formatter_class=formatter)
     add_dataset_arguments(p)
-    add_model_arguments(p)
+    add_model_arguments(p, planning=True)
     run_opts = p.add_argument_group("run")
     run_opts.add_argument("--parts", type=positive_int, default=1,
                           help="ranks (= parts) of the run")

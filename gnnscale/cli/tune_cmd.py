@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .common import formatter, say
 from .progress import progress_bar
-from .arguments import add_dataset_arguments, load_graph, positive_int
+from .arguments import add_dataset_arguments, add_model_arguments, load_graph, positive_int
 from .arguments import simulated_network as _simulated_network
 
 DEFAULT_METHODS = "random,metis,ldg,fennel,libra"
@@ -48,7 +48,7 @@ def add_parser(subparsers) -> None:
                        help=f"comma-separated part counts, at most the number of nodes; None "
                             f"means {DEFAULT_PARTS} up to the number of nodes")
     sweep.add_argument("--seed", type=int, default=0, help="partitioner seed")
-    add_model_arguments(p)
+    add_model_arguments(p, planning=True)
     target = p.add_argument_group("target cluster")
     target.add_argument("--network", type=_simulated_network, default=None,
                         metavar="LATENCY_US,GBIT_PER_S",
@@ -76,18 +76,6 @@ def add_parser(subparsers) -> None:
     out.add_argument("--no-progress", action="store_true",
                      help="no progress bar (there is one only when stderr is a terminal)")
     p.set_defaults(func=run)
-
-
-def add_model_arguments(parser) -> None:
-    """``--model``, ``--layers``, ``--hidden``, ``--heads``, ``--out-heads`` (as train's)."""
-    from partitioning.cost_model import MODELS
-
-    model = parser.add_argument_group("model")
-    model.add_argument("--model", default="gcn", choices=MODELS, help="layer type")
-    model.add_argument("--layers", type=positive_int, default=2, help="number of GNN layers")
-    model.add_argument("--hidden", type=positive_int, default=16, help="hidden width")
-    model.add_argument("--heads", type=positive_int, default=8, help="gat: hidden heads")
-    model.add_argument("--out-heads", type=positive_int, default=1, help="gat: last heads")
 
 
 def model_spec(args, data):

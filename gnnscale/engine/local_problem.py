@@ -8,6 +8,7 @@ import numpy as np
 import torch
 
 from partitioning.local_view import PartView, PartViewBuilder
+from partitioning.mapped_rows import take_rows
 
 from ..comm import Communicator
 from ..errors import UsageError
@@ -67,10 +68,11 @@ class LocalProblem:
         requests = exchange_halo_requests(halo, halo_owner, comm)
         view = builder.view(comm.rank, requests=requests, rows=(owned, sources))
         del sources
-        masks = {"train": data.train_mask[owned], "val": data.val_mask[owned],
-                 "test": data.test_mask[owned]}
-        return cls.from_part_arrays(view, data.x[owned], data.y[owned], masks, comm,
-                                    data.num_classes, dtype=dtype, device=device)
+        # rows copied out of a mapped file leave no pages mapped in this rank (take_rows)
+        masks = {name: take_rows(getattr(data, f"{name}_mask"), owned)
+                 for name in ("train", "val", "test")}
+        return cls.from_part_arrays(view, take_rows(data.x, owned), take_rows(data.y, owned),
+                                    masks, comm, data.num_classes, dtype=dtype, device=device)
 
     @classmethod
     def from_store(cls, store_dir, comm: Communicator, dtype=torch.float32,
