@@ -48,7 +48,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from partition_quality import DATASETS, GRAPHS, load_snap  # noqa: E402
+from partition_quality import snap_graphs  # noqa: E402
 from partition_scale import generate  # noqa: E402
 
 BIN = Path(sys.executable).parent
@@ -247,12 +247,7 @@ def step_snap(args, _work: Path) -> dict:
     from partitioning import make_partitioner
 
     results = []
-    for name, rel in GRAPHS.items():
-        path = DATASETS / rel
-        if not path.exists():
-            print(f"skip {name}: {path} not found", flush=True)
-            continue
-        graph = load_snap(path)
+    for name, graph in snap_graphs():
         for parts in (8, 64):
             rows = {}
             for method, preset in (("kaminpar", "default"), ("kaminpar", "largek"),

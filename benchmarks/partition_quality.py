@@ -52,12 +52,7 @@ def random_edge_assignment(graph: CSRGraph, parts: int, seed: int) -> Partition:
 def run(parts_list, seed: int) -> dict:
     make_partitioner("fennel", num_parts=2).fit(load_snap_small())  # compile numba kernels once
     results = []
-    for name, rel in GRAPHS.items():
-        path = DATASETS / rel
-        if not path.exists():
-            print(f"skip {name}: {path} not found", flush=True)
-            continue
-        graph = load_snap(path)
+    for name, graph in snap_graphs():
         print(f"{name}: {graph.num_nodes} nodes, {graph.num_edges} directed edges", flush=True)
         for parts in parts_list:
             rows = {}
@@ -84,6 +79,16 @@ def run(parts_list, seed: int) -> dict:
             print(format_row(name, parts, rows, rf_random_edges), flush=True)
     return {"benchmark": "partition_quality", "seed": seed, "parts": parts_list,
             "results": results}
+
+
+def snap_graphs():
+    """Yield ``(name, CSRGraph)`` of every SNAP graph of ``GRAPHS`` that is present."""
+    for name, rel in GRAPHS.items():
+        path = DATASETS / rel
+        if not path.exists():
+            print(f"skip {name}: {path} not found", flush=True)
+            continue
+        yield name, load_snap(path)
 
 
 def load_snap_small() -> CSRGraph:

@@ -6,6 +6,7 @@ other exception is a bug. Hypothesis runs derandomised so the suite is reproduci
 
 import gzip
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -102,8 +103,13 @@ def test_mutated_or_truncated_planetoid_files(cora_copy, part, positions, values
 ])
 def test_truncated_and_mutated_real_files(datasets, tmp_path, relative):
     source = datasets / relative
-    original = source.read_bytes()
     target = tmp_path / source.name
+    assert fuzz_file(source.read_bytes(), target, target) >= 20
+
+
+def fuzz_file(original: bytes, file: Path, target: Path) -> int:
+    """Write truncated and mutated copies of ``original`` to ``file`` (hypothesis picks the
+    cut and the bytes) and load ``target`` after each; returns the number of examples."""
     runs = []
 
     @FUZZ
@@ -112,14 +118,14 @@ def test_truncated_and_mutated_real_files(datasets, tmp_path, relative):
            values=st.lists(st.integers(0, 255), min_size=3, max_size=3))
     def check(cut, positions, values):
         runs.append(cut)
-        target.write_bytes(original[:cut])
+        file.write_bytes(original[:cut])
         loads_or_refuses(target)
         if positions:
-            target.write_bytes(_mutate(original, positions, values))
+            file.write_bytes(_mutate(original, positions, values))
             loads_or_refuses(target)
 
     check()
-    assert len(runs) >= 20
+    return len(runs)
 
 
 def test_random_bytes_in_an_ogb_folder(tmp_path):
@@ -144,24 +150,11 @@ def test_truncated_and_mutated_ogb_binary_and_pyg_npz(tmp_path):
     pyg = tmp_path / "pyg.npz"
     np.savez(pyg, edge_index=graph.edge_index(), x=graph.x, y=graph.y,
              train_mask=graph.train_mask, val_mask=graph.val_mask, test_mask=graph.test_mask)
-    runs = []
+    runs = 0
     for file, target in ((folder / "raw" / "data.npz", folder),
                          (folder / "raw" / "node-label.npz", folder), (pyg, pyg)):
         original = file.read_bytes()
-
-        @FUZZ
-        @given(cut=st.integers(0, len(original) - 1),
-               positions=st.lists(st.integers(0, len(original) - 1), max_size=3),
-               values=st.lists(st.integers(0, 255), min_size=3, max_size=3))
-        def check(cut, positions, values):
-            runs.append(cut)
-            file.write_bytes(original[:cut])
-            loads_or_refuses(target)
-            if positions:
-                file.write_bytes(_mutate(original, positions, values))
-                loads_or_refuses(target)
-
-        check()
+        runs += fuzz_file(original, file, target)
         file.write_bytes(original)
-    assert len(runs) >= 60
+    assert runs >= 60
     assert loads_or_refuses(folder) is not None and loads_or_refuses(pyg) is not None
