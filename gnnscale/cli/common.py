@@ -33,8 +33,28 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str):
         if env_rank() == 0:
-            print(f"{self.prog}: error: {message} (see `{self.prog} --help`)", file=sys.stderr)
+            print(f"{self.prog}: error: {message} (see `{self.prog} --help`)", file=sys.stderr,
+                  flush=True)
+        let_rank_0_report()
         sys.exit(EXIT_USAGE)
+
+
+#: seconds the other ranks wait before exiting on a user error that rank 0 reports
+REPORT_GRACE_S = 2.0
+
+
+def let_rank_0_report() -> None:
+    """On ranks other than 0: wait a moment before exiting with an argument error rank 0
+    reports.
+
+    The launcher takes the whole job down as soon as one rank exits with a non-zero code; a
+    rank that got there first (rank 0 may still be importing) would otherwise kill rank 0
+    before its line is written. (Errors the ranks agree on need no wait: rank 0 has passed
+    the agreement, and MPI's finalisation waits for it.)"""
+    if env_rank() != 0:
+        import time
+
+        time.sleep(REPORT_GRACE_S)
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
