@@ -7,6 +7,7 @@ Run from the repository root with the project's venv, one step at a time (each i
     .venv/bin/python benchmarks/large_graphs.py --step rmat21-train    # 4 ranks from the store
     .venv/bin/python benchmarks/large_graphs.py --step rmat21-inmemory # 4 ranks vs 1 process
     .venv/bin/python benchmarks/large_graphs.py --step rmat21-peers    # DGL and PyG, 1 process
+    .venv/bin/python benchmarks/large_graphs.py --step rmat21-one-process  # gnnscale, 1 process
 
 Steps:
   rmat24           `gnnscale convert` of an R-MAT scale-24 graph (16.8M nodes, about 0.5B
@@ -25,6 +26,8 @@ Steps:
   rmat21-peers     DGL 2.1.0 and PyG (CSR adjacency) in one process on the same graph and
                    models (benchmarks/large_graph_peer.py), as installed and with the allocator
                    setting gnnscale gives itself (GLIBC_TUNABLES below).
+  rmat21-one-process  `gnnscale train --dataset CONVERTED` in one process (2 threads), the
+                   models of rmat21-peers: the same measurements as rmat21-train.
 Results are merged into benchmarks/results/large_graphs.json under the step's name.
 """
 
@@ -54,7 +57,7 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--step", required=True, choices=["rmat24", "rmat21-prepare",
                                                           "rmat21-train", "rmat21-inmemory",
-                                                          "rmat21-peers"])
+                                                          "rmat21-peers", "rmat21-one-process"])
     parser.add_argument("--work", default="/tmp/gnnscale-large", help="scratch folder")
     parser.add_argument("--methods", nargs="+", default=["ldg"],
                         help="partitioners for the rmat24 step")
@@ -208,6 +211,18 @@ def step_rmat21_train(args, work: Path) -> dict:
     return result
 
 
+def step_rmat21_one_process(args, work: Path) -> dict:
+    result = {"layers": 3, "hidden": args.hidden, "epochs": args.epochs}
+    for model in args.models:
+        try:
+            result[model] = train_run(None, ["--dataset", str(work / "rmat21")], model,
+                                      args.epochs, work / f"one-{model}.jsonl",
+                                      hidden=args.hidden)
+        except SystemExit as exc:
+            result[model] = {"error": str(exc)}
+    return result
+
+
 def step_rmat21_inmemory(args, work: Path) -> dict:
     graph = work / "rmat21"
     balance = ["--balance", args.balance] if args.balance else []
@@ -257,7 +272,8 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     step = {"rmat24": step_rmat24, "rmat21-prepare": step_rmat21_prepare,
             "rmat21-train": step_rmat21_train, "rmat21-inmemory": step_rmat21_inmemory,
-            "rmat21-peers": step_rmat21_peers}[args.step]
+            "rmat21-peers": step_rmat21_peers,
+            "rmat21-one-process": step_rmat21_one_process}[args.step]
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     result = step(args, work)
     result.update(started=started, loadavg_end=os.getloadavg(), cpus=os.cpu_count())
