@@ -28,11 +28,10 @@ import numpy as np
 from gnnscale.data.graph_data import GraphData
 from gnnscale.data.node_labels import class_ids
 from gnnscale.data.npz import open_npz, require
-from gnnscale.data.splits import fraction_split
+from gnnscale.data.splits import MASK_KEYS, stored_or_drawn_split
 from gnnscale.errors import DataError
 
 PYG_KEYS = ("edge_index", "x", "y")
-_MASKS = ("train_mask", "val_mask", "test_mask")
 
 
 def is_pyg_npz(keys) -> bool:
@@ -55,7 +54,7 @@ def load_pyg_npz(path, *, split: int = 0, symmetrize: bool = True, seed: int = 0
     with open_npz(path) as arrays:
         require(arrays, PYG_KEYS, path, "PyG")
         edge_index, x, y = arrays["edge_index"], arrays["x"], arrays["y"]
-        found = [key for key in _MASKS if key in arrays]
+        found = [key for key in MASK_KEYS if key in arrays]
         masks = [arrays[key] for key in found]
         declared = arrays["num_nodes"] if "num_nodes" in arrays else None
     if x.ndim != 2 or x.dtype.kind not in "biuf":
@@ -72,13 +71,10 @@ def load_pyg_npz(path, *, split: int = 0, symmetrize: bool = True, seed: int = 0
                         + (" (transpose an [E, 2] list)" if edge_index.ndim == 2
                            and edge_index.shape[1] == 2 else ""))
     labels = class_ids(y, n, f"{path} y")
-    if found and len(found) != 3:
-        raise DataError(f"{path} has {', '.join(found)} but not all of {', '.join(_MASKS)}")
-    if found:
-        masks = [_pick(mask, key, split, n, path) for key, mask in zip(found, masks)]
-    else:
-        masks = fraction_split(n, 0.5, 0.25, 0.25, np.random.default_rng([seed, 1, split]),
-                               labeled=labels >= 0)
+    masks = stored_or_drawn_split(found, masks,
+                                  lambda mask, key: _pick(mask, key, split, n, path),
+                                  num_nodes=n, split=split, seed=seed, labeled=labels >= 0,
+                                  origin=path)
     try:
         return GraphData.from_edge_index(edge_index, n, x, labels, *masks,
                                          name=name or path.name[:-4], symmetrize=symmetrize,

@@ -26,10 +26,9 @@ import scipy.sparse as sp
 from gnnscale.data.features import synthetic_node_data
 from gnnscale.data.graph_data import GraphData
 from gnnscale.data.npz import open_npz
-from gnnscale.data.splits import fraction_split
+from gnnscale.data.splits import MASK_KEYS, stored_or_drawn_split
 from gnnscale.errors import DataError
 
-_MASKS = ("train_mask", "val_mask", "test_mask")
 
 
 def sidecar_path(path) -> Path:
@@ -106,7 +105,7 @@ def load_scipy(path, *, split: int = 0, symmetrize: bool = False, num_classes: i
             if key not in arrays:
                 raise DataError(f"{nodes} lacks {key!r}; a node-data sidecar needs x and y")
         x, y = arrays["x"], arrays["y"]
-        found = [key for key in _MASKS if key in arrays]
+        found = [key for key in MASK_KEYS if key in arrays]
         masks = [arrays[key] for key in found]
         classes = int(arrays["num_classes"]) if "num_classes" in arrays else None
     if x.ndim != 2 or x.shape[0] != n or y.shape != (n,):
@@ -115,13 +114,10 @@ def load_scipy(path, *, split: int = 0, symmetrize: bool = False, num_classes: i
     if y.dtype.kind not in "iu" or x.dtype.kind not in "fiub":
         raise DataError(f"{nodes}: y must hold integer classes and x numbers, got {y.dtype}, "
                         f"{x.dtype}")
-    if found and len(found) != 3:
-        raise DataError(f"{nodes} has {', '.join(found)} but not all of {', '.join(_MASKS)}")
-    if found:
-        masks = [_pick(mask, key, split, n, nodes) for key, mask in zip(found, masks)]
-    else:
-        masks = fraction_split(n, 0.5, 0.25, 0.25, np.random.default_rng([seed, 1, split]),
-                               labeled=y >= 0)
+    masks = stored_or_drawn_split(found, masks,
+                                  lambda mask, key: _pick(mask, key, split, n, nodes),
+                                  num_nodes=n, split=split, seed=seed, labeled=y >= 0,
+                                  origin=nodes)
     return GraphData(indptr, indices, x.astype(np.float32), y.astype(np.int64),
                      *[m.astype(bool) for m in masks], name=name,
                      num_classes=classes).validate()

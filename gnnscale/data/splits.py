@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from gnnscale.errors import DataError
+
 
 def per_class_split(labels: np.ndarray, num_classes: int, train_per_class: int, num_val: int,
                     num_test: int, rng: np.random.Generator):
@@ -47,6 +49,27 @@ def fraction_split(num_nodes: int, train_fraction: float, val_fraction: float,
     n_test = min(int(round(test_fraction * order.size)), order.size - n_train - n_val)
     return (_mask(num_nodes, order[:n_train]), _mask(num_nodes, order[n_train:n_train + n_val]),
             _mask(num_nodes, order[n_train + n_val:n_train + n_val + max(n_test, 0)]))
+
+
+#: the mask arrays a node-data file may store, all three or none
+MASK_KEYS = ("train_mask", "val_mask", "test_mask")
+
+
+def stored_or_drawn_split(found, masks, pick, *, num_nodes: int, split: int, seed: int,
+                          labeled, origin):
+    """The train/val/test masks of a file: those it stores, or a seeded 50/25/25 split.
+
+    ``found``: the keys of :data:`MASK_KEYS` the file has (all or none, else a DataError
+    naming ``origin``) and ``masks`` their arrays; ``pick(mask, key)`` returns split ``split``
+    of a stored mask. Without stored masks, ``fraction_split`` of the ``labeled`` nodes, seeded
+    by ``seed`` and ``split``.
+    """
+    if found and len(found) != len(MASK_KEYS):
+        raise DataError(f"{origin} has {', '.join(found)} but not all of {', '.join(MASK_KEYS)}")
+    if found:
+        return [pick(mask, key) for key, mask in zip(found, masks)]
+    return list(fraction_split(num_nodes, 0.5, 0.25, 0.25,
+                               np.random.default_rng([seed, 1, split]), labeled=labeled))
 
 
 def _mask(n: int, ids: np.ndarray) -> np.ndarray:
