@@ -43,25 +43,18 @@ def take_rows(array, rows: np.ndarray, window_bytes: int = WINDOW_BYTES) -> np.n
     found = _mapping(array) if rows.size else None
     if found is None:
         return np.asarray(array[rows])
+    out = np.empty((rows.size, *array.shape[1:]), dtype=array.dtype)
     if rows.size > 1 and np.any(rows[1:] < rows[:-1]):
         order = np.argsort(rows, kind="stable")
-        out = np.empty((rows.size, *array.shape[1:]), dtype=array.dtype)
         out[order] = take_rows(array, rows[order], window_bytes)
         return out
-    mm, offset = found
-    row_bytes = int(array.strides[0]) if array.ndim > 1 else array.itemsize
-    out = np.empty((rows.size, *array.shape[1:]), dtype=array.dtype)
-    rows_per_window = max(1, window_bytes // max(row_bytes, 1))
-    page = mmap.PAGESIZE
+    rows_per_window = max(1, window_bytes // _row_bytes(array))
     done = 0
     while done < rows.size:
         first = int(rows[done])
         end = done + int(np.searchsorted(rows[done:], first + rows_per_window))
         out[done:end] = array[rows[done:end]]
-        lo = offset + first * row_bytes
-        hi = offset + (int(rows[end - 1]) + 1) * row_bytes
-        lo -= lo % page
-        mm.madvise(mmap.MADV_DONTNEED, lo, min(hi, len(mm)) - lo)
+        _release(array, found, first, int(rows[end - 1]) + 1)
         done = end
     return out
 
@@ -75,11 +68,20 @@ def read_rows(array, start: int, stop: int, dtype=None) -> np.ndarray:
     if found is None:
         return np.asarray(array[start:stop], dtype=dtype)
     block = np.array(array[start:stop], dtype=dtype, copy=True)
+    _release(array, found, int(start), int(stop))
+    return block
+
+
+def _row_bytes(array) -> int:
+    return max(int(array.strides[0]) if array.ndim > 1 else array.itemsize, 1)
+
+
+def _release(array, found, start: int, stop: int) -> None:
+    """Drop the pages of rows ``[start, stop)`` of a mapped ``array`` (``found``: its
+    :func:`_mapping`) from this process; the page cache keeps them."""
     mm, offset = found
-    row_bytes = int(array.strides[0]) if array.ndim > 1 else array.itemsize
-    lo = offset + int(start) * row_bytes
-    hi = min(offset + int(stop) * row_bytes, len(mm))
+    lo = offset + start * _row_bytes(array)
+    hi = min(offset + stop * _row_bytes(array), len(mm))
     lo -= lo % mmap.PAGESIZE
     if hi > lo:
         mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
-    return block
