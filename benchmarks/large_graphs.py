@@ -198,29 +198,27 @@ def train_run(nprocs: int | None, source: list[str], model: str, epochs: int, ou
     return run
 
 
-def step_rmat21_train(args, work: Path) -> dict:
-    store = work / "rmat21-metis-4"
-    result = {"layers": 3, "hidden": args.hidden, "epochs": args.epochs,
-              "memory_limit_gib": args.memory_limit_gib}
-    for model in args.models:
-        try:
-            result[model] = train_run(4, ["--partitions", str(store)], model, args.epochs,
-                                      work / f"train-{model}.jsonl", hidden=args.hidden)
-        except SystemExit as exc:
-            result[model] = {"error": str(exc)}
-    return result
-
-
-def step_rmat21_one_process(args, work: Path) -> dict:
+def train_models(args, nprocs: int | None, source: list[str], out_prefix: Path) -> dict:
+    """``train_run`` of each of ``--models`` (3 layers of ``--hidden``, ``--epochs``); a run
+    that fails (e.g. killed for memory) is recorded with its error."""
     result = {"layers": 3, "hidden": args.hidden, "epochs": args.epochs}
     for model in args.models:
         try:
-            result[model] = train_run(None, ["--dataset", str(work / "rmat21")], model,
-                                      args.epochs, work / f"one-{model}.jsonl",
-                                      hidden=args.hidden)
+            result[model] = train_run(nprocs, source, model, args.epochs,
+                                      Path(f"{out_prefix}-{model}.jsonl"), hidden=args.hidden)
         except SystemExit as exc:
             result[model] = {"error": str(exc)}
     return result
+
+
+def step_rmat21_train(args, work: Path) -> dict:
+    return {**train_models(args, 4, ["--partitions", str(work / "rmat21-metis-4")],
+                           work / "train"),
+            "memory_limit_gib": args.memory_limit_gib}
+
+
+def step_rmat21_one_process(args, work: Path) -> dict:
+    return train_models(args, None, ["--dataset", str(work / "rmat21")], work / "one")
 
 
 def step_rmat21_inmemory(args, work: Path) -> dict:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from .csr_ops import simple_csr_from_edges
 from .errors import PartitionError
 
 __all__ = ["CSRGraph", "as_csr_graph"]
@@ -128,18 +129,15 @@ class CSRGraph:
             if arr.size and arr.max() >= n:
                 raise PartitionError(
                     f"node id {arr.max()} in {name} is out of range for num_nodes={n}")
+        if symmetrize or remove_duplicates:  # a counting sort by destination, rows sorted
+            indptr, indices = simple_csr_from_edges(src, dst, n, symmetrize=symmetrize,
+                                                    remove_self_loops=remove_self_loops)
+            return cls(indptr, indices, n, validate=False)
         if remove_self_loops:
             keep = src != dst
             src, dst = src[keep], dst[keep]
-        if symmetrize:
-            src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
-            remove_duplicates = True
-        if remove_duplicates:
-            key = np.unique(dst * n + src) if n else np.zeros(0, np.int64)
-            dst, src = key // max(n, 1), key % max(n, 1)
-        else:
-            order = np.argsort(dst, kind="stable")
-            src, dst = src[order], dst[order]
+        order = np.argsort(dst, kind="stable")
+        src, dst = src[order], dst[order]
         indptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.bincount(dst, minlength=n), out=indptr[1:])
         return cls(indptr, src, n, validate=False)

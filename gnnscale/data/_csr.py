@@ -16,40 +16,28 @@ def csr_by_destination(src, dst, num_nodes: int, *, symmetrize: bool = False,
                        remove_duplicates: bool = False, remove_self_loops: bool = False):
     """Build ``(indptr, indices)`` (int64) of the CSR by destination of the edges ``src -> dst``.
 
-    Same flags and order as :meth:`partitioning.graph.CSRGraph.from_edge_index`: stable by
-    destination; sorted by source within a row when duplicates are removed; ``symmetrize`` adds
-    every reverse edge and removes duplicates. Plain builds delegate to ``CSRGraph``; removing
-    duplicates uses a compiled counting sort by destination and one sort per row
-    (:func:`partitioning.csr_ops.simple_csr_from_edges`), many times faster than the hash-based
-    ``np.unique`` ``CSRGraph`` uses. Bad ids raise :class:`DataError`.
+    :meth:`partitioning.graph.CSRGraph.from_edge_index` with the same flags and order: stable
+    by destination; sorted by source within a row when duplicates are removed (a compiled
+    counting sort, :func:`partitioning.csr_ops.simple_csr_from_edges`); ``symmetrize`` adds
+    every reverse edge and removes duplicates. Removing duplicates takes integer ids only. Bad
+    ids raise :class:`DataError`.
     """
-    from partitioning.csr_ops import simple_csr_from_edges
     from partitioning.errors import PartitionError
     from partitioning.graph import CSRGraph
 
-    if not (symmetrize or remove_duplicates):
-        try:
-            graph = CSRGraph.from_edge_index(src, dst, int(num_nodes),
-                                             remove_self_loops=remove_self_loops)
-        except PartitionError as exc:
-            raise DataError(f"bad edge list: {exc}; node ids must be 0-based and below "
-                            f"num_nodes={num_nodes}") from None
-        return graph.indptr, graph.indices
     src = np.asarray(src).ravel()
     dst = np.asarray(dst).ravel()
-    num_nodes = int(num_nodes)
-    if src.shape != dst.shape:
-        raise DataError(f"bad edge list: {src.size} sources but {dst.size} destinations")
-    if src.size and not (np.issubdtype(src.dtype, np.integer)
-                         and np.issubdtype(dst.dtype, np.integer)):
+    if (symmetrize or remove_duplicates) and src.size and not (
+            np.issubdtype(src.dtype, np.integer) and np.issubdtype(dst.dtype, np.integer)):
         raise DataError(f"bad edge list: node ids must be integers, got {src.dtype}/{dst.dtype}")
-    for label, ids in (("src", src), ("dst", dst)):
-        if ids.size and (ids.min() < 0 or ids.max() >= num_nodes):
-            bad = ids.min() if ids.min() < 0 else ids.max()
-            raise DataError(f"bad edge list: node id {int(bad)} in {label} is out of range for "
-                            f"num_nodes={num_nodes}; node ids must be 0-based")
-    return simple_csr_from_edges(src, dst, num_nodes, symmetrize=symmetrize,
-                                 remove_self_loops=remove_self_loops)
+    try:
+        graph = CSRGraph.from_edge_index(src, dst, int(num_nodes), symmetrize=symmetrize,
+                                         remove_duplicates=remove_duplicates,
+                                         remove_self_loops=remove_self_loops)
+    except PartitionError as exc:
+        raise DataError(f"bad edge list: {exc}; node ids must be 0-based and below "
+                        f"num_nodes={num_nodes}") from None
+    return graph.indptr, graph.indices
 
 
 def csr_from_sorted_keys(keys: np.ndarray, num_nodes: int, *, unique: bool = True):
