@@ -125,7 +125,7 @@ class CSRGraph:
         n = _check_num_nodes(num_nodes)
         for name, arr in (("src", src), ("dst", dst)):
             if arr.size and arr.min() < 0:
-                raise PartitionError(f"negative node id {arr.min()} in {name}")
+                raise PartitionError(f"negative node id {arr.min()} in {name} is out of range")
             if arr.size and arr.max() >= n:
                 raise PartitionError(
                     f"node id {arr.max()} in {name} is out of range for num_nodes={n}")
