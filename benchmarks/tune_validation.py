@@ -42,13 +42,13 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-DATA_ROOT = REPO.parent / "shared" / "datasets"
+DATA_ROOT = REPO / "datasets"  # the datasets shipped with the repository
 NETWORKS = ("real", "100,1", "50,10")
 
 
 def load(name: str):
     """``rmat-S``: R-MAT scale S with 128 random features, 16 classes; else a dataset name or
-    a folder under the shared datasets."""
+    a folder under the repository's datasets/."""
     from gnnscale.data import load_dataset
 
     if name.startswith("rmat-"):

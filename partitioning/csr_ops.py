@@ -66,7 +66,7 @@ def simple_csr_from_edges(src, dst, num_nodes: int, *, symmetrize: bool,
     return indptr, indices
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)  # nogil: a loader builds the CSR while another file parses
 def _bucket_sort_unique(src, dst, num_nodes, symmetrize, remove_self_loops, indptr, out):
     for i in range(src.shape[0]):
         if remove_self_loops and src[i] == dst[i]:

@@ -56,8 +56,12 @@ def first_line(path: Path) -> bytes:
     return line
 
 
+class Cancelled(Exception):
+    """Raised by :func:`read_csv_table` when its ``cancel`` event is set between two batches."""
+
+
 def read_csv_table(path, dtype, *, columns: int | None = None, rows: int | None = None,
-                   order: str = "C") -> np.ndarray:
+                   order: str = "C", cancel=None) -> np.ndarray:
     """Read a header-less comma-separated numeric table (gzip by name) as a 2-D array.
 
     Args:
@@ -70,6 +74,9 @@ def read_csv_table(path, dtype, *, columns: int | None = None, rows: int | None 
             (a wrong guess costs a copy, never a wrong result).
         order: ``"C"`` (rows contiguous, e.g. features) or ``"F"`` (columns contiguous, e.g. an
             ``[E, 2]`` edge list whose two columns are used as separate arrays).
+        cancel: a ``threading.Event``; once set, the read stops at the next batch with
+            :class:`Cancelled` (a loader reading this file in a background thread uses it
+            when its other work fails).
 
     Raises:
         DataError: unreadable file, wrong column count, a value that is not a number.
@@ -90,7 +97,7 @@ def read_csv_table(path, dtype, *, columns: int | None = None, rows: int | None 
     block = max(BLOCK_BYTES, 4 * len(line))
     for attempt in range(4):
         try:
-            return _read(path, dtype, arrow_type, found, rows, order, block)
+            return _read(path, dtype, arrow_type, found, rows, order, block, cancel)
         except pa.ArrowInvalid as exc:
             if "straddl" not in str(exc) or attempt == 3:
                 raise DataError(f"{path} is not a readable numeric CSV table: "
@@ -102,7 +109,8 @@ def read_csv_table(path, dtype, *, columns: int | None = None, rows: int | None 
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _read(path: Path, dtype, arrow_type, num_columns: int, rows, order: str, block: int):
+def _read(path: Path, dtype, arrow_type, num_columns: int, rows, order: str, block: int,
+          cancel):
     from pyarrow import csv
 
     names = [f"c{j}" for j in range(num_columns)]
@@ -114,6 +122,8 @@ def _read(path: Path, dtype, arrow_type, num_columns: int, rows, order: str, blo
         reader = csv.open_csv(source, read_options=read, convert_options=convert,
                               parse_options=csv.ParseOptions(quote_char=False))
         for batch in reader:
+            if cancel is not None and cancel.is_set():
+                raise Cancelled(str(path))
             table.add(batch)
     return table.result()
 

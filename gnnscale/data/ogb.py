@@ -90,23 +90,26 @@ def load_ogb(path, *, split: int = 0, scheme: str | None = None, symmetrize: boo
         raise DataError(f"OGB folder {folder} has no raw/node-label.csv.gz (node labels)")
     num_nodes = _single_count(raw, "num-node-list")
     num_edges = _single_count(raw, "num-edge-list")
-    labels = read_csv_table(label_file, np.float64, rows=_hint(num_nodes, label_file))
-    if num_nodes is None:
-        num_nodes = labels.shape[0]
-    y = class_ids(labels, num_nodes, str(label_file))
-    del labels
-    edges = read_csv_table(edge_file, np.int64, columns=2, order="F",
-                           rows=_hint(num_edges, edge_file))
-    if num_edges is not None and edges.shape[0] != num_edges:
-        raise DataError(f"{edge_file} has {edges.shape[0]} edges but {raw}/num-edge-list says "
-                        f"{num_edges}")
-    # The CSR is built and the edge list dropped before the features are read: lower peak.
-    indptr, indices = edges_to_csr(edges[:, 0], edges[:, 1], num_nodes, symmetrize, edge_file)
-    del edges
     feat_file = find_csv(raw, "node-feat")
-    features = None
-    if feat_file is not None:
-        features = read_csv_table(feat_file, np.float32, rows=_hint(num_nodes, feat_file))
+    # The feature table (the largest file) parses in a background thread while this one reads
+    # the labels and edges and builds the CSR: the CSR build is compiled code that releases
+    # the GIL, and neither phase alone keeps both cores busy.
+    feature_rows = _hint(num_nodes, feat_file) if feat_file is not None else None
+    with _Background(read_csv_table, feat_file, np.float32, rows=feature_rows) as feature_job:
+        labels = read_csv_table(label_file, np.float64, rows=_hint(num_nodes, label_file))
+        if num_nodes is None:
+            num_nodes = labels.shape[0]
+        y = class_ids(labels, num_nodes, str(label_file))
+        del labels
+        edges = read_csv_table(edge_file, np.int64, columns=2, order="F",
+                               rows=_hint(num_edges, edge_file))
+        if num_edges is not None and edges.shape[0] != num_edges:
+            raise DataError(f"{edge_file} has {edges.shape[0]} edges but {raw}/num-edge-list "
+                            f"says {num_edges}")
+        indptr, indices = edges_to_csr(edges[:, 0], edges[:, 1], num_nodes, symmetrize,
+                                       edge_file)
+        del edges
+        features = feature_job.result()
     return assemble(folder, indptr, indices, features, y, split_ids, name=name,
                     num_classes=num_classes, feature_source=f"{raw}/node-feat")
 
@@ -130,6 +133,49 @@ def assemble(folder: Path, indptr, indices, features, y, split_ids, *, name: str
     return GraphData(indptr, indices, features, y, *masks,
                      name=name or folder.name.replace("_", "-"),
                      num_classes=num_classes).validate()
+
+
+class _Background:
+    """``fn(path, ..., cancel=EVENT)`` run in a daemon thread (nothing when ``path`` is None);
+    ``result()`` waits and returns its value or raises its error. Leaving the block by an
+    error sets the event and waits for the thread, so a failed load stops the parse (at its
+    next batch) instead of leaving it running behind the error."""
+
+    def __init__(self, fn, path, *args, **kwargs):
+        import threading
+
+        self._value, self._error = None, None
+        self._thread = None
+        self._cancel = threading.Event()
+        if path is not None:
+            kwargs = {**kwargs, "cancel": self._cancel}
+            self._thread = threading.Thread(target=self._run, args=(fn, path, args, kwargs),
+                                            name="gnnscale-read", daemon=True)
+
+    def _run(self, fn, path, args, kwargs):
+        try:
+            self._value = fn(path, *args, **kwargs)
+        except BaseException as exc:  # re-raised in the caller's thread by result()
+            self._error = exc
+
+    def __enter__(self):
+        if self._thread is not None:
+            self._thread.start()
+        return self
+
+    def __exit__(self, exc_type, *_):
+        if self._thread is not None:
+            if exc_type is not None:
+                self._cancel.set()
+            self._thread.join()
+        return False
+
+    def result(self):
+        if self._thread is not None:
+            self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
 
 
 def edges_to_csr(src, dst, num_nodes: int, symmetrize: bool, origin):

@@ -82,3 +82,46 @@ def test_damaged_folders(tmp_path, graph, damage, message):
     damage(folder)
     with pytest.raises(DataError, match=message):
         load_ogb(folder)
+
+
+def test_a_failed_edge_file_stops_the_feature_parse_running_beside_it(tmp_path, monkeypatch):
+    """The feature table parses in a background thread while the edges load; an edge error is
+    reported as such, the feature parse stops at its next batch, and no thread is left."""
+    import threading
+    import time
+
+    from gnnscale.data import csv_table
+
+    monkeypatch.setattr(csv_table, "BLOCK_BYTES", 1 << 10)  # many batches: a cancel point each
+    big = generate_sbm(num_nodes=3000, num_classes=3, num_features=16, seed=4)
+    folder = write_ogb(tmp_path / "big", big)
+    _csv(folder / "raw" / "edge.csv.gz", [[0, 5], [1, "x"]], "%s")
+    batches = []
+    real_add = csv_table._Filling.add
+
+    def slow_add(self, batch):  # a feature batch takes 5 ms: the whole table about 2 s
+        if self.num_columns == 16:
+            batches.append(batch.num_rows)
+            time.sleep(0.005)
+        real_add(self, batch)
+
+    monkeypatch.setattr(csv_table._Filling, "add", slow_add)
+    csv_table.read_csv_table(folder / "raw" / "node-feat.csv.gz", np.float32)
+    whole = len(batches)
+    batches.clear()
+    with pytest.raises(DataError, match="edge.csv.gz"):
+        load_ogb(folder)
+    assert not [t for t in threading.enumerate() if t.name == "gnnscale-read"]
+    assert whole > 100 and len(batches) < whole // 2, (len(batches), whole)
+
+def test_cancelled_read_raises_cancelled(tmp_path):
+    import threading
+
+    from gnnscale.data.csv_table import Cancelled, read_csv_table
+
+    _csv(tmp_path / "t.csv.gz", np.ones((10, 3)), "%d")
+    event = threading.Event()
+    assert read_csv_table(tmp_path / "t.csv.gz", np.float32, cancel=event).shape == (10, 3)
+    event.set()
+    with pytest.raises(Cancelled):
+        read_csv_table(tmp_path / "t.csv.gz", np.float32, cancel=event)

@@ -1,0 +1,367 @@
+"""Where a training step's time goes, phase by phase, against this machine's rooflines.
+
+Run from the repository root with the project's venv (one process, or one rank per process
+under mpirun; every rank prints and records its own table, rank 0 writes the file):
+
+    .venv/bin/python benchmarks/engine_phases.py [--models gcn sage] [--dropout 0.5 0]
+    mpirun -n 2 .venv/bin/python benchmarks/engine_phases.py --threads 1
+
+Workload (the README's engine tables): a seeded R-MAT graph (scale 18: 262,144 nodes, 7.6M
+directed edges after symmetrising), 128 random features, 16 classes, 2 layers of 256, Adam
+(lr 0.01, weight decay 5e-4), full batch; several ranks split it with METIS (nodes+edges
+balance) as ``gnnscale train`` does.
+
+Phases and what each is charged with (the step runs under ``torch.profiler``; gnnscale's own
+compiled kernels are wrapped in named regions, every other operator is classified by name):
+  aggregation fwd / bwd  the compiled sparse x dense product (A @ X, and A^T @ G in backward);
+                         bytes: the CSR arrays once, one source row per non-zero, the output
+  dense transforms       aten mm/addmm/linear/matmul, forward and backward; flops 2*M*K*N
+  dropout + ReLU         gnnscale's fused compiled dropout, both ways; bytes: input + output
+                         (+ the saved output read in backward)
+  other elementwise      every other aten operator (bias, loss, masks, indexing, sums):
+                         bytes: inputs + one output of the largest input's size (approximate)
+  optimiser              Adam's step; bytes: 7 x 4 x parameters (p, g, m, v read; p, m, v written)
+  halo pack + wait       packing sent rows and waiting for the exchange; bytes sent
+  grad. allreduce        the exposed wait for the weight-gradient allreduce; bytes 4 x parameters
+  evaluation             one forward pass in eval mode (the per-epoch evaluation)
+  unattributed           step time minus the phases above (Python, autograd bookkeeping)
+Each phase's achieved rate is shown as a fraction of the roofline measured in the same run:
+NumPy copy bandwidth over 1 GiB arrays (read + write) for byte-bound phases, torch fp32 GEMM at
+the first layer's shape for the dense transforms; under mpirun every rank measures at the same
+time (they share the memory bus) and the lowest figure is the roofline. Times: median over ``--reps`` profiled steps
+after ``--warmup`` unprofiled ones; the step time is also measured without the profiler.
+Writes benchmarks/results/engine_phases.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scale", type=int, default=18)
+    parser.add_argument("--features", type=int, default=128)
+    parser.add_argument("--classes", type=int, default=16)
+    parser.add_argument("--hidden", type=int, default=256)
+    parser.add_argument("--models", nargs="+", default=["gcn", "sage"], choices=["gcn", "sage"])
+    parser.add_argument("--dropout", nargs="+", type=float, default=[0.5, 0.0])
+    parser.add_argument("--threads", type=int, default=2, help="threads per rank")
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default=str(ROOT / "benchmarks/results/engine_phases.json"))
+    return parser.parse_args(argv)
+
+
+ARGS = parse_args()
+for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+    os.environ[_var] = str(ARGS.threads)
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from gnnscale.comm import init  # noqa: E402
+from gnnscale.data import generate_rmat  # noqa: E402
+from gnnscale.engine import LocalProblem, Trainer  # noqa: E402
+from gnnscale.graph import halo as halo_module  # noqa: E402
+from gnnscale.graph.sparse import SparseBlock  # noqa: E402
+from gnnscale.nn import GNN  # noqa: E402
+from gnnscale.nn import dropout as dropout_module  # noqa: E402
+
+LR, WEIGHT_DECAY = 0.01, 5e-4
+PHASES = ("aggregation fwd", "aggregation bwd", "dense transforms", "dropout + ReLU",
+          "other elementwise", "optimiser", "halo pack + wait", "grad. allreduce",
+          "unattributed")
+DENSE_OPS = {"aten::mm", "aten::addmm", "aten::linear", "aten::matmul", "aten::bmm"}
+REGION = "gnnscale."  # prefix of this benchmark's named regions
+
+
+class Counter:
+    """Bytes (and flops) charged to each named region, while a profiled step runs."""
+
+    def __init__(self):
+        self.bytes = {}
+        self.active = False
+
+    def add(self, phase: str, amount: float) -> None:
+        if self.active:
+            self.bytes[phase] = self.bytes.get(phase, 0.0) + amount
+
+
+COUNTER = Counter()
+_EVALUATING = {"on": False}
+
+
+def _region(name: str, fn, bytes_of):
+    """``fn`` wrapped in a profiler region ``gnnscale.NAME``; ``bytes_of(args, result)`` is
+    charged to the phase."""
+
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        with torch.profiler.record_function(REGION + name):
+            result = fn(*args, **kwargs)
+        if not _EVALUATING["on"]:
+            COUNTER.add(name, bytes_of(args, result))
+        return result
+
+    return wrapped
+
+
+def _product_bytes(csr_attr: str):
+    def bytes_of(args, result):
+        block, dense = args[0], args[1]
+        csr = getattr(block, csr_attr)
+        return (csr.indptr.nbytes + csr.indices.nbytes + block.nnz * 4
+                + block.nnz * dense.shape[1] * dense.element_size()
+                + result.numel() * result.element_size())
+    return bytes_of
+
+
+def _dropout_forward_bytes(args, result):
+    return 2 * result.numel() * result.element_size()
+
+
+def _dropout_backward_bytes(args, result):
+    ctx = args[0]
+    relu = ctx.params[3]
+    grad = result[0]
+    return (3 if relu else 2) * grad.numel() * grad.element_size()
+
+
+def instrument() -> None:
+    """Wrap gnnscale's compiled kernels and halo steps in named profiler regions."""
+    SparseBlock.matmul = _region("aggregation fwd", SparseBlock.matmul,
+                                 _product_bytes("_forward"))
+    SparseBlock.matmul_transposed = _region("aggregation bwd", SparseBlock.matmul_transposed,
+                                            _product_bytes("_transpose"))
+    fn = dropout_module._Dropout
+    fn.forward = staticmethod(_region("dropout + ReLU", fn.forward, _dropout_forward_bytes))
+    fn.backward = staticmethod(_region("dropout + ReLU", fn.backward, _dropout_backward_bytes))
+    plan = halo_module.HaloPlan
+    for name in ("post_forward", "post_backward", "wait"):
+        setattr(plan, name, _region("halo pack + wait", getattr(plan, name),
+                                    lambda args, result: 0.0))
+
+
+def classify(event) -> str | None:
+    """The phase an operator event's self time belongs to (None: evaluation, not the step)."""
+    names = []
+    node = event
+    while node is not None:
+        names.append(node.name)
+        node = node.cpu_parent
+    if any(n == REGION + "evaluation" for n in names):
+        return None
+    if any(n.startswith("Optimizer.step") for n in names):
+        return "optimiser"
+    for name in names:  # innermost named region first
+        if name.startswith(REGION):
+            return name[len(REGION):]
+    if any(n in DENSE_OPS for n in names):
+        return "dense transforms"
+    return "other elementwise"
+
+
+def gemm_flops(event) -> float:
+    shapes = [s for s in (event.input_shapes or []) if len(s) == 2]
+    if event.name == "aten::mm" and len(shapes) >= 2:
+        (m, k), (_, n) = shapes[0], shapes[1]
+        return 2.0 * m * k * n
+    if event.name == "aten::addmm" and len(shapes) >= 2:
+        (m, k), (_, n) = shapes[-2], shapes[-1]
+        return 2.0 * m * k * n
+    return 0.0
+
+
+def elementwise_bytes(event) -> float:
+    sizes = [int(np.prod(s)) for s in (event.input_shapes or []) if s]
+    if not sizes:
+        return 0.0
+    return 4.0 * (sum(sizes) + max(sizes))
+
+
+def profiled_step(trainer) -> dict:
+    """One training step and one evaluation pass under the profiler: seconds per phase."""
+    from torch.profiler import ProfilerActivity, profile
+
+    COUNTER.bytes, COUNTER.active = {}, True
+    stats = trainer.problem.graph.halo_plan.stats
+    stats.reset()
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        start = time.perf_counter()
+        _, timings = trainer.train_step()
+        step_s = time.perf_counter() - start
+        _EVALUATING["on"] = True
+        with torch.profiler.record_function(REGION + "evaluation"):
+            start = time.perf_counter()
+            trainer.predict()
+            eval_s = time.perf_counter() - start
+        _EVALUATING["on"] = False
+    COUNTER.active = False
+    seconds = dict.fromkeys(PHASES, 0.0)
+    flops = 0.0
+    other_bytes = 0.0
+    for event in prof.events():
+        phase = classify(event)
+        if phase is None:
+            continue
+        seconds[phase] += event.self_cpu_time_total / 1e6
+        if event.name in ("aten::mm", "aten::addmm") and phase == "dense transforms":
+            flops += gemm_flops(event)
+        elif phase == "other elementwise" and event.name.startswith("aten::"):
+            other_bytes += elementwise_bytes(event)
+    seconds["grad. allreduce"] = timings.get("grad_allreduce_s", 0.0)
+    seconds["unattributed"] = max(0.0, step_s - sum(seconds.values()))
+    work = dict(COUNTER.bytes)
+    work["halo pack + wait"] = float(stats.reset().halo_bytes_sent)
+    work["dense transforms"] = flops
+    work["other elementwise"] = other_bytes
+    return {"step_s": step_s, "eval_s": eval_s, "seconds": seconds, "work": work}
+
+
+def copy_bandwidth_gbs(gib: float = 1.0, reps: int = 5) -> float:
+    n = int(gib * 2**30 / 8)
+    a, c = np.ones(n), np.empty(n)
+    best = 0.0
+    for _ in range(reps):
+        start = time.perf_counter()
+        np.copyto(c, a)
+        best = max(best, 2 * 8 * n / (time.perf_counter() - start) / 1e9)
+    return best
+
+
+def gemm_gflops(rows: int, k: int, n: int, reps: int = 5) -> float:
+    a = torch.randn(rows, k)
+    b = torch.randn(k, n)
+    a @ b
+    best = min(_timed(lambda: a @ b) for _ in range(reps))
+    return 2.0 * rows * k * n / best / 1e9
+
+
+def _timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def build(comm, data, node_parts, model: str, dropout: float):
+    torch.manual_seed(ARGS.seed)
+    net = GNN(model, ARGS.features, ARGS.hidden, ARGS.classes, num_layers=2, dropout=dropout)
+    problem = LocalProblem.from_graph_data(data, node_parts, comm)
+    return Trainer(net, problem, comm, lr=LR, weight_decay=WEIGHT_DECAY, seed=ARGS.seed)
+
+
+def measure(comm, data, node_parts, model: str, dropout: float, rooflines: dict) -> dict:
+    trainer = build(comm, data, node_parts, model, dropout)
+    params = sum(p.numel() for p in trainer.model.parameters())
+    for _ in range(ARGS.warmup):
+        trainer.train_step()
+    plain = [_timed(trainer.train_step) for _ in range(ARGS.reps)]
+    runs = [profiled_step(trainer) for _ in range(ARGS.reps)]
+    median = {phase: statistics.median(r["seconds"][phase] for r in runs) for phase in PHASES}
+    work = {phase: statistics.median(r["work"].get(phase, 0.0) for r in runs)
+            for phase in PHASES}
+    work["optimiser"] = 7 * 4 * params
+    work["grad. allreduce"] = 4 * params if comm.size > 1 else 0.0
+    rows = []
+    for phase in PHASES:
+        seconds, amount = median[phase], work.get(phase, 0.0)
+        row = {"phase": phase, "seconds": seconds}
+        if phase == "dense transforms":
+            row["gflop"] = amount / 1e9
+            if seconds > 0:
+                row["rate"] = amount / seconds / 1e9
+                row["roofline_fraction"] = row["rate"] / rooflines["gemm_gflops"]
+        elif phase != "unattributed":
+            row["gbytes"] = amount / 1e9
+            if seconds > 0 and amount > 0:
+                row["rate"] = amount / seconds / 1e9
+                row["roofline_fraction"] = row["rate"] / rooflines["copy_gbs"]
+        rows.append(row)
+    return {"model": model, "dropout": dropout, "rank": comm.rank, "ranks": comm.size,
+            "threads": ARGS.threads, "parameters": params,
+            "step_s_median": statistics.median(plain),
+            "profiled_step_s_median": statistics.median(r["step_s"] for r in runs),
+            "evaluation_s_median": statistics.median(r["eval_s"] for r in runs),
+            "phases": rows}
+
+
+def print_table(result: dict) -> None:
+    print(f"\n{result['model']} dropout {result['dropout']}  rank {result['rank']} of "
+          f"{result['ranks']}  step {result['step_s_median'] * 1e3:.0f} ms (profiled "
+          f"{result['profiled_step_s_median'] * 1e3:.0f} ms)  evaluation "
+          f"{result['evaluation_s_median'] * 1e3:.0f} ms")
+    print(f"{'phase':<20}{'ms':>9}{'share':>8}{'work':>14}{'rate':>14}{'of roofline':>13}")
+    total = result["profiled_step_s_median"]
+    for row in result["phases"]:
+        work = rate = fraction = ""
+        if "gflop" in row:
+            work, unit = f"{row['gflop']:.2f} GFLOP", "GFLOP/s"
+        elif "gbytes" in row:
+            work, unit = f"{row['gbytes']:.3f} GB", "GB/s"
+        if "rate" in row:
+            rate = f"{row['rate']:.1f} {unit}"
+            fraction = f"{row['roofline_fraction']:.0%}"
+        print(f"{row['phase']:<20}{row['seconds'] * 1e3:>9.1f}"
+              f"{row['seconds'] / total:>8.0%}{work:>14}{rate:>14}{fraction:>13}")
+
+
+def main() -> None:
+    comm = init("auto")
+    torch.set_num_threads(ARGS.threads)
+    instrument()
+    data = generate_rmat(scale=ARGS.scale, num_features=ARGS.features,
+                         num_classes=ARGS.classes, seed=ARGS.seed)
+    if comm.size > 1:
+        from partitioning import make_partitioner
+
+        node_parts = make_partitioner("metis", num_parts=comm.size, seed=ARGS.seed,
+                                      balance=("nodes", "edges")).fit(data).node_parts
+    else:
+        node_parts = np.zeros(data.num_nodes, np.int64)
+    # Every rank measures at once (ranks share the memory bus), the slowest figure is used.
+    comm.barrier()
+    measured = comm.allgather_object(
+        {"copy_gbs": copy_bandwidth_gbs(),
+         "gemm_gflops": gemm_gflops(data.num_nodes // comm.size, ARGS.features, ARGS.hidden)})
+    rooflines = {key: min(m[key] for m in measured) for key in measured[0]}
+    if comm.rank == 0:
+        print(f"rooflines here: copy {rooflines['copy_gbs']:.1f} GB/s, fp32 GEMM "
+              f"{rooflines['gemm_gflops']:.0f} GFLOP/s ({ARGS.threads} threads)", flush=True)
+    results = []
+    for model in ARGS.models:
+        for dropout in ARGS.dropout:
+            result = measure(comm, data, node_parts, model, dropout, rooflines)
+            results.append(result)
+            for rank in range(comm.size):
+                comm.barrier()
+                if rank == comm.rank:
+                    print_table(result)
+                    sys.stdout.flush()
+            comm.barrier()
+    results = [r for rank_results in comm.allgather_object(results) for r in rank_results]
+    if comm.rank == 0:
+        out = Path(ARGS.out)
+        report = json.loads(out.read_text()) if out.exists() else {}
+        key = f"{comm.size} rank(s) x {ARGS.threads} thread(s)"
+        report[key] = {"command": " ".join(sys.argv), "loadavg_start": os.getloadavg(),
+                       "rooflines": rooflines, "scale": ARGS.scale, "results": results}
+        out.write_text(json.dumps(report, indent=1) + "\n")
+        print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(KeyboardInterrupt):
+        main()
