@@ -1,7 +1,8 @@
 """Fast reading of header-less numeric CSV tables (``.csv`` or ``.csv.gz``) into numpy arrays.
 
 The OGB node-property files hold tens of millions of lines (``edge.csv.gz`` of ogbn-products:
-62M); :func:`read_csv_table` parses them with pyarrow's CSV reader batch by batch (gzip
+62M); :func:`read_csv_table` parses integer tables with the compiled parser of
+:mod:`gnnscale.data.int_csv` and float tables with pyarrow's CSV reader batch by batch (gzip
 inflated by ISA-L in a background thread, ``isal.igzip_threaded``) and copies each batch
 straight into one preallocated array of the final dtype (int64 ids, float32 features), so no
 Python objects and no float64 copy of the table are ever made: the peak is the result plus one
@@ -93,6 +94,8 @@ def read_csv_table(path, dtype, *, columns: int | None = None, rows: int | None 
         return np.empty((0, columns or 0), dtype=dtype, order=order)
     if columns is not None and found != columns:
         raise DataError(f"{path} should have {columns} column(s), found {found}")
+    if dtype == np.int64:
+        return _read_ints(path, found, rows, order, cancel)
     # A row must fit in one pyarrow block: start at 4x the first row, grow if a row is longer.
     block = max(BLOCK_BYTES, 4 * len(line))
     for attempt in range(4):
@@ -128,12 +131,37 @@ def _read(path: Path, dtype, arrow_type, num_columns: int, rows, order: str, blo
     return table.result()
 
 
+def _read_ints(path: Path, columns: int, rows, order: str, cancel) -> np.ndarray:
+    """Integer tables go through the compiled parser of :mod:`gnnscale.data.int_csv`."""
+    from isal.isal_zlib import error as IsalError
+
+    from gnnscale.data.int_csv import parse_int_table
+
+    def between_windows():
+        if cancel is not None and cancel.is_set():
+            raise Cancelled(str(path))
+
+    def bad(message):
+        return DataError(f"{path} is not a readable numeric CSV table: {message}")
+
+    try:
+        with _decompressed(path, as_stream=True) as source:
+            return parse_int_table(source, columns, rows, order, bad, between_windows)
+    except (OSError, EOFError, zlib.error, IsalError) as exc:
+        raise bad(_describe(exc)) from None
+
+
 @contextlib.contextmanager
-def _decompressed(path: Path):
-    """What pyarrow reads: a ``.gz`` file through ISA-L's gzip in a background thread (about
-    3x zlib's speed, and it overlaps the parsing), anything else by its path."""
+def _decompressed(path: Path, as_stream: bool = False):
+    """What the parser reads: a ``.gz`` file through ISA-L's gzip in a background thread (about
+    3x zlib's speed, and it overlaps the parsing), anything else by its path (pyarrow) or as
+    an open binary file (``as_stream``)."""
     if not path.name.endswith(".gz"):
-        yield path
+        if not as_stream:
+            yield path
+            return
+        with open(path, "rb") as handle:
+            yield handle
         return
     from isal import igzip_threaded
 

@@ -114,3 +114,45 @@ def test_a_row_longer_than_a_block_is_read(tmp_path, small_blocks):
     path = _write(tmp_path / "f.csv.gz", "1,2\n" * 30 + f"{long_value},3\n" + "4,5\n" * 30)
     got = read_csv_table(path, np.float32)
     assert got.shape == (61, 2) and got[30].tolist() == [1.0, 3.0]
+
+
+@pytest.mark.parametrize("window", [16, 37, 1 << 20])
+@pytest.mark.parametrize("rows_hint", [None, 3, 2000])
+def test_integer_tables_across_windows_line_ends_and_blanks(tmp_path, monkeypatch, window,
+                                                            rows_hint):
+    from gnnscale.data import int_csv
+
+    monkeypatch.setattr(int_csv, "WINDOW_BYTES", window)
+    rng = np.random.default_rng(3)
+    ids = rng.integers(-2**62, 2**62, size=(1500, 3))
+    ids[:5] = [[0, 0, 0], [9223372036854775807, -1, 1], [7, 8, 9], [1, 2, 3], [-5, 5, 0]]
+    lines = []
+    for i, (a, b, c) in enumerate(ids):
+        text = [f"{a},{b},{c}", f" {a} ,\t{b},+{c}" if c >= 0 else f"{a}, {b},{c} ",
+                f"{a},{b},{c}\r"][i % 3]
+        lines.append(text)
+        if i % 97 == 0:
+            lines.append("   ")  # blank lines are skipped
+    text = "\n".join(lines)  # no line end after the last row
+    for suffix in (".csv", ".csv.gz"):
+        path = _write(tmp_path / f"ids{suffix}", text)
+        for order in ("C", "F"):
+            got = read_csv_table(path, np.int64, rows=rows_hint, order=order)
+            assert got.dtype == np.int64 and np.array_equal(got, ids), (suffix, order)
+            assert got.flags.c_contiguous if order == "C" else got.flags.f_contiguous
+
+
+@pytest.mark.parametrize("text, message", [
+    ("1,2\n3,4\n5,-\n", "line 3: invalid value '-' for int64"),
+    ("1,2\n\n3,4 5\n", "line 3: invalid value '4 5'"),
+    ("1,2\n3,4,5\n", "line 2: Expected 2 columns, got 3: 3,4,5"),
+    ("1,2\n3,0x10\n", "line 2: invalid value '0x10'"),
+    ("1,2\n-9223372036854775809,1\n", "line 2: invalid value '-9223372036854775809'"),
+])
+def test_integer_errors_name_the_line_and_value(tmp_path, monkeypatch, text, message):
+    from gnnscale.data import int_csv
+
+    monkeypatch.setattr(int_csv, "WINDOW_BYTES", 8)  # the bad line sits in a later window
+    path = _write(tmp_path / "e.csv", text)
+    with pytest.raises(DataError, match=f"e.csv is not a readable numeric CSV table: {message}"):
+        read_csv_table(path, np.int64, columns=2)
