@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gnnscale.data.background import Cancelled
 from gnnscale.errors import DataError
 
 # pyarrow parses blocks of this many bytes; one block's rows are converted at a time, so this
@@ -55,10 +56,6 @@ def first_line(path: Path) -> bytes:
         raise DataError(f"{path}: the first line is longer than {_PEEK_BYTES} bytes; not a "
                         "CSV table of numbers")
     return line
-
-
-class Cancelled(Exception):
-    """Raised by :func:`read_csv_table` when its ``cancel`` event is set between two batches."""
 
 
 def read_csv_table(path, dtype, *, columns: int | None = None, rows: int | None = None,

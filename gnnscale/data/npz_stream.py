@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gnnscale.data.background import Cancelled
 from gnnscale.errors import DataError
 
 CHUNK_BYTES = 64 << 20
@@ -57,11 +58,14 @@ def npz_array_header(path, key: str) -> tuple[tuple[int, ...], np.dtype]:
     return shape, dtype
 
 
-def read_npz_array(path, key: str, dtype=None, *, chunk_bytes: int | None = None) -> np.ndarray:
+def read_npz_array(path, key: str, dtype=None, *, chunk_bytes: int | None = None,
+                   cancel=None) -> np.ndarray:
     """Array ``key`` of the ``.npz`` at ``path``, cast to ``dtype`` chunk by chunk.
 
     ``dtype=None`` keeps the stored dtype. The result has the stored shape, C order (a
-    Fortran-ordered member is returned as a transposed view of its data).
+    Fortran-ordered member is returned as a transposed view of its data). ``cancel``: a
+    ``threading.Event``; once set, the read stops at the next chunk with
+    :class:`gnnscale.data.background.Cancelled`.
     """
     path = Path(path)
     with _archive(path) as archive, _open_member(archive, path, key) as member:
@@ -76,6 +80,8 @@ def read_npz_array(path, key: str, dtype=None, *, chunk_bytes: int | None = None
         step = max(1, (chunk_bytes or CHUNK_BYTES) // max(stored.itemsize, 1))
         try:
             for start in range(0, count, step):
+                if cancel is not None and cancel.is_set():
+                    raise Cancelled(f"{path} {key}")
                 size = min(step, count - start)
                 data = member.read(size * stored.itemsize)
                 if len(data) != size * stored.itemsize:

@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from gnnscale.data._csr import csr_by_destination
+from gnnscale.data.background import BackgroundRead
 from gnnscale.data.csv_table import read_csv_table
 from gnnscale.data.features import synthetic_node_data
 from gnnscale.data.graph_data import GraphData
@@ -92,10 +93,9 @@ def load_ogb(path, *, split: int = 0, scheme: str | None = None, symmetrize: boo
     num_edges = _single_count(raw, "num-edge-list")
     feat_file = find_csv(raw, "node-feat")
     # The feature table (the largest file) parses in a background thread while this one reads
-    # the labels and edges and builds the CSR: the CSR build is compiled code that releases
-    # the GIL, and neither phase alone keeps both cores busy.
+    # the labels and edges and builds the CSR (see gnnscale.data.background).
     feature_rows = _hint(num_nodes, feat_file) if feat_file is not None else None
-    with _Background(read_csv_table, feat_file, np.float32, rows=feature_rows) as feature_job:
+    with BackgroundRead(read_csv_table, feat_file, np.float32, rows=feature_rows) as feature_job:
         labels = read_csv_table(label_file, np.float64, rows=_hint(num_nodes, label_file))
         if num_nodes is None:
             num_nodes = labels.shape[0]
@@ -133,49 +133,6 @@ def assemble(folder: Path, indptr, indices, features, y, split_ids, *, name: str
     return GraphData(indptr, indices, features, y, *masks,
                      name=name or folder.name.replace("_", "-"),
                      num_classes=num_classes).validate()
-
-
-class _Background:
-    """``fn(path, ..., cancel=EVENT)`` run in a daemon thread (nothing when ``path`` is None);
-    ``result()`` waits and returns its value or raises its error. Leaving the block by an
-    error sets the event and waits for the thread, so a failed load stops the parse (at its
-    next batch) instead of leaving it running behind the error."""
-
-    def __init__(self, fn, path, *args, **kwargs):
-        import threading
-
-        self._value, self._error = None, None
-        self._thread = None
-        self._cancel = threading.Event()
-        if path is not None:
-            kwargs = {**kwargs, "cancel": self._cancel}
-            self._thread = threading.Thread(target=self._run, args=(fn, path, args, kwargs),
-                                            name="gnnscale-read", daemon=True)
-
-    def _run(self, fn, path, args, kwargs):
-        try:
-            self._value = fn(path, *args, **kwargs)
-        except BaseException as exc:  # re-raised in the caller's thread by result()
-            self._error = exc
-
-    def __enter__(self):
-        if self._thread is not None:
-            self._thread.start()
-        return self
-
-    def __exit__(self, exc_type, *_):
-        if self._thread is not None:
-            if exc_type is not None:
-                self._cancel.set()
-            self._thread.join()
-        return False
-
-    def result(self):
-        if self._thread is not None:
-            self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._value
 
 
 def edges_to_csr(src, dst, num_nodes: int, symmetrize: bool, origin):

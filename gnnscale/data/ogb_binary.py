@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gnnscale.data.background import BackgroundRead
 from gnnscale.data.node_labels import class_ids
 from gnnscale.data.npz import npz_keys
 from gnnscale.data.npz_stream import npz_array_header, read_npz_array
@@ -82,18 +83,22 @@ def load_ogb_binary(path, *, split: int = 0, scheme: str | None = None, symmetri
     if shape[1] != num_edges:
         raise DataError(f"{data_file}: edge_index has {shape[1]} edges but num_edges_list says "
                         f"{num_edges}")
-    edges = read_npz_array(data_file, "edge_index", np.int64)  # rows: sources, destinations
-    indptr, indices = edges_to_csr(edges[0], edges[1], num_nodes, symmetrize,
-                                   f"{data_file} edge_index")
-    del edges
-
-    features = None
+    feature_key = None
     if "node_feat" in keys:
         shape, dtype = npz_array_header(data_file, "node_feat")
         if len(shape) != 2 or dtype.kind not in "iuf" or shape[0] != num_nodes:
             raise DataError(f"{data_file}: node_feat must be a numeric [N={num_nodes}, F] array, "
                             f"got {dtype} {list(shape)}")
-        features = read_npz_array(data_file, "node_feat", np.float32)
+        feature_key = "node_feat"
+    # node_feat (the largest member) inflates in a background thread while the edges load
+    # and become a CSR (see gnnscale.data.background).
+    with BackgroundRead(read_npz_array, data_file if feature_key else None, feature_key,
+                        np.float32) as feature_job:
+        edges = read_npz_array(data_file, "edge_index", np.int64)  # rows: sources, destinations
+        indptr, indices = edges_to_csr(edges[0], edges[1], num_nodes, symmetrize,
+                                       f"{data_file} edge_index")
+        del edges
+        features = feature_job.result()
     return assemble(folder, indptr, indices, features, y, split_ids, name=name,
                     num_classes=num_classes, feature_source=f"{data_file} node_feat")
 

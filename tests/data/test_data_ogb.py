@@ -117,7 +117,8 @@ def test_a_failed_edge_file_stops_the_feature_parse_running_beside_it(tmp_path, 
 def test_cancelled_read_raises_cancelled(tmp_path):
     import threading
 
-    from gnnscale.data.csv_table import Cancelled, read_csv_table
+    from gnnscale.data.background import Cancelled
+    from gnnscale.data.csv_table import read_csv_table
 
     _csv(tmp_path / "t.csv.gz", np.ones((10, 3)), "%d")
     event = threading.Event()

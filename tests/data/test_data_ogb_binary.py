@@ -143,3 +143,34 @@ def test_damaged_folders(tmp_path, graph, damage, message):
     damage(folder)
     with pytest.raises(DataError, match=message):
         load_dataset(folder)
+
+
+def test_an_edge_error_cancels_the_feature_read_beside_it(tmp_path, graph, monkeypatch):
+    """node_feat inflates in a background thread while the edges load; an edge error stops
+    it (the read sees its cancel event and raises Cancelled) and leaves no thread behind."""
+    import threading
+
+    from gnnscale.data import ogb_binary
+    from gnnscale.data.background import Cancelled
+
+    folder = write_ogb_binary(tmp_path / "e", graph)
+    bad = np.array([[0, 1], [1, graph.num_nodes + 5]], dtype=np.int64)
+    _rewrite(folder, edge_index=bad, num_edges_list=np.array([2]))
+    seen = {}
+    real = npz_stream.read_npz_array
+
+    def feature_read_waiting_for_cancel(path, key, dtype=None, **kwargs):
+        if key == "node_feat":
+            seen["cancelled"] = kwargs["cancel"].wait(timeout=10)
+            try:
+                return real(path, key, dtype, **kwargs)
+            except Cancelled:
+                seen["raised"] = True
+                raise
+        return real(path, key, dtype, **kwargs)
+
+    monkeypatch.setattr(ogb_binary, "read_npz_array", feature_read_waiting_for_cancel)
+    with pytest.raises(DataError, match=f"edge_index.*node id {graph.num_nodes + 5}"):
+        load_ogb_binary(folder)
+    assert seen == {"cancelled": True, "raised": True}
+    assert not [t for t in threading.enumerate() if t.name == "gnnscale-read"]
