@@ -183,9 +183,13 @@ def entry_for(name: str) -> DatasetEntry:
 
 
 def shipped_root() -> Path | None:
-    """The ``datasets/`` folder of the source checkout gnnscale runs from, if there is one."""
+    """The ``datasets/`` folder of the source checkout gnnscale runs from, if there is one
+    (and this user may read it)."""
     folder = Path(__file__).resolve().parents[2] / "datasets"
-    return folder if (folder / "SOURCES.md").is_file() else None
+    try:
+        return folder if (folder / "SOURCES.md").is_file() else None
+    except OSError:  # e.g. a checkout in a folder this user cannot enter
+        return None
 
 
 def how_to_get(name: str, root) -> str:
