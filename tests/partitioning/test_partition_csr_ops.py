@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from partitioning import csr_ops
 from partitioning.csr_ops import simple_csr_from_edges, transpose_csr
 
 
@@ -17,8 +18,13 @@ def reference_simple_csr(src, dst, num_nodes, symmetrize, remove_self_loops):
     return indptr, keys % max(num_nodes, 1)
 
 
+@pytest.mark.parametrize("int32_scratch", [True, False])
 @pytest.mark.parametrize("seed", range(40))
-def test_simple_csr_from_edges_equals_a_sorted_unique_reference(seed):
+def test_simple_csr_from_edges_equals_a_sorted_unique_reference(seed, int32_scratch,
+                                                                monkeypatch):
+    # int64 scratch is what graphs of 2**31 nodes and more use
+    if not int32_scratch:
+        monkeypatch.setattr(csr_ops, "INT32_SCRATCH_MAX_NODES", 0)
     rng = np.random.default_rng(seed)
     num_nodes = int(rng.integers(1, 60))
     num_edges = int(rng.integers(0, 400))
