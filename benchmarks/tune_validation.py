@@ -60,9 +60,9 @@ def load(name: str):
 
 def network_of(text: str):
     """``real`` -> None; ``LAT_US,GBIT`` -> (latency s, bytes/s) as train parses it."""
-    from gnnscale.cli.train_cmd import _simulated_network
+    from gnnscale.cli.arguments import simulated_network
 
-    return None if text == "real" else _simulated_network(text)
+    return None if text == "real" else simulated_network(text)
 
 
 def rank_main(args) -> None:

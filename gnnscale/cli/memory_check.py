@@ -17,10 +17,7 @@ from pathlib import Path
 from partitioning.memory_plan import format_bytes
 
 from ..errors import UsageError
-
-#: overrides what the check sees as available (bytes): for tests, and to plan for a host with
-#: less memory than this one
-AVAILABLE_ENV = "GNNSCALE_MEMORY_AVAILABLE"
+from ..host_memory import AVAILABLE_ENV, available_bytes  # noqa: F401  (AVAILABLE_ENV: tests)
 
 
 def add_memory_plan_argument(parser) -> None:
@@ -28,28 +25,6 @@ def add_memory_plan_argument(parser) -> None:
     parser.add_argument("--ignore-memory-plan", action="store_true",
                         help="go ahead even when the memory plan (see `gnnscale plan`) predicts "
                              "more than this host has available")
-
-
-def available_bytes() -> int:
-    """Memory a new allocation can get on this host: ``MemAvailable``, capped by the cgroup."""
-    if os.environ.get(AVAILABLE_ENV):
-        return int(float(os.environ[AVAILABLE_ENV]))
-    available = None
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                available = int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
-        current = int(Path("/sys/fs/cgroup/memory.current").read_text())
-        if limit != "max":
-            room = int(limit) - current
-            available = room if available is None else min(available, room)
-    except (OSError, ValueError):
-        pass
-    return available if available is not None else 1 << 62
 
 
 def current_rss_bytes() -> int:

@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 
 from gnnscale.data._csr import csr_by_destination
-from gnnscale.data.background import BackgroundRead
-from gnnscale.data.csv_table import read_csv_table
+from gnnscale.data.background import BackgroundRead, overlap_fits
+from gnnscale.data.csv_table import first_line, read_csv_table
 from gnnscale.data.features import synthetic_node_data
 from gnnscale.data.graph_data import GraphData
 from gnnscale.data.node_labels import class_ids, masks_from_ids
@@ -91,16 +91,20 @@ def load_ogb(path, *, split: int = 0, scheme: str | None = None, symmetrize: boo
         raise DataError(f"OGB folder {folder} has no raw/node-label.csv.gz (node labels)")
     num_nodes = _single_count(raw, "num-node-list")
     num_edges = _single_count(raw, "num-edge-list")
+    labels = read_csv_table(label_file, np.float64, rows=_hint(num_nodes, label_file))
+    if num_nodes is None:
+        num_nodes = labels.shape[0]
+    y = class_ids(labels, num_nodes, str(label_file))
+    del labels
     feat_file = find_csv(raw, "node-feat")
-    # The feature table (the largest file) parses in a background thread while this one reads
-    # the labels and edges and builds the CSR (see gnnscale.data.background).
     feature_rows = _hint(num_nodes, feat_file) if feat_file is not None else None
-    with BackgroundRead(read_csv_table, feat_file, np.float32, rows=feature_rows) as feature_job:
-        labels = read_csv_table(label_file, np.float64, rows=_hint(num_nodes, label_file))
-        if num_nodes is None:
-            num_nodes = labels.shape[0]
-        y = class_ids(labels, num_nodes, str(label_file))
-        del labels
+    overlap = feat_file is not None and overlap_fits(
+        num_nodes * (first_line(feat_file).count(b",") + 1) * 4
+        + held_while_building(num_edges or _lines_at_most(edge_file), num_nodes, symmetrize))
+    # The feature table (the largest file) parses in a background thread while this one reads
+    # the edges and builds the CSR, when all of it fits at once (see gnnscale.data.background).
+    with BackgroundRead(read_csv_table, feat_file, np.float32, rows=feature_rows,
+                        overlap=overlap) as feature_job:
         edges = read_csv_table(edge_file, np.int64, columns=2, order="F",
                                rows=_hint(num_edges, edge_file))
         if num_edges is not None and edges.shape[0] != num_edges:
@@ -135,6 +139,11 @@ def assemble(folder: Path, indptr, indices, features, y, split_ids, *, name: str
                      num_classes=num_classes).validate()
 
 
+def held_while_building(num_edges: int, num_nodes: int, symmetrize: bool) -> int:
+    """Bytes of the int64 edge list and the CSR being built from it, held together."""
+    return 16 * num_edges + 8 * (num_nodes + 1) + 8 * num_edges * (2 if symmetrize else 1)
+
+
 def edges_to_csr(src, dst, num_nodes: int, symmetrize: bool, origin):
     """:func:`csr_by_destination` whose errors (an id out of range) name ``origin``."""
     try:
@@ -162,6 +171,13 @@ def _single_count(raw: Path, stem: str) -> int | None:
     if counts.ravel()[0] < 0:
         raise DataError(f"{found} holds a negative count {int(counts.ravel()[0])}")
     return int(counts.ravel()[0])
+
+
+def _lines_at_most(path: Path) -> int:
+    """A generous line count for a CSV of ids: 4 bytes per line, 1 gzipped (real ones hold
+    more: R-MAT 21's edge.csv.gz holds 4.7 gzipped bytes per line)."""
+    size = os.path.getsize(path)
+    return size if path.name.endswith(".gz") else size // 4
 
 
 def _hint(rows: int | None, path: Path) -> int | None:

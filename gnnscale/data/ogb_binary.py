@@ -25,12 +25,12 @@ from pathlib import Path
 
 import numpy as np
 
-from gnnscale.data.background import BackgroundRead
+from gnnscale.data.background import BackgroundRead, overlap_fits
 from gnnscale.data.node_labels import class_ids
 from gnnscale.data.npz import npz_keys
 from gnnscale.data.npz_stream import npz_array_header, read_npz_array
-from gnnscale.data.ogb import (assemble, check_split, edges_to_csr, is_binary_layout,
-                               read_split)
+from gnnscale.data.ogb import (assemble, check_split, edges_to_csr, held_while_building,
+                               is_binary_layout, read_split)
 from gnnscale.errors import DataError
 
 REQUIRED_KEYS = ("edge_index", "num_nodes_list", "num_edges_list")
@@ -91,9 +91,12 @@ def load_ogb_binary(path, *, split: int = 0, scheme: str | None = None, symmetri
                             f"got {dtype} {list(shape)}")
         feature_key = "node_feat"
     # node_feat (the largest member) inflates in a background thread while the edges load
-    # and become a CSR (see gnnscale.data.background).
+    # and become a CSR, when all of it fits at once (see gnnscale.data.background).
+    overlap = feature_key is not None and overlap_fits(
+        num_nodes * shape[1] * 4
+        + held_while_building(num_edges, num_nodes, symmetrize))
     with BackgroundRead(read_npz_array, data_file if feature_key else None, feature_key,
-                        np.float32) as feature_job:
+                        np.float32, overlap=overlap) as feature_job:
         edges = read_npz_array(data_file, "edge_index", np.int64)  # rows: sources, destinations
         indptr, indices = edges_to_csr(edges[0], edges[1], num_nodes, symmetrize,
                                        f"{data_file} edge_index")

@@ -126,3 +126,29 @@ def test_cancelled_read_raises_cancelled(tmp_path):
     event.set()
     with pytest.raises(Cancelled):
         read_csv_table(tmp_path / "t.csv.gz", np.float32, cancel=event)
+
+
+@pytest.mark.parametrize("available, overlapped", [(None, True), ("1000", False)])
+def test_features_parse_beside_the_edges_only_when_memory_allows(tmp_path, graph, monkeypatch,
+                                                                 available, overlapped):
+    """With little memory available the feature table is read after the CSR is built (lower
+    peak), in the caller's thread; either way the result is the same."""
+    import threading
+
+    from gnnscale.data import ogb
+    from gnnscale.host_memory import AVAILABLE_ENV
+
+    if available is not None:
+        monkeypatch.setenv(AVAILABLE_ENV, available)
+    threads = {}
+    real = ogb.read_csv_table
+
+    def recording(path, *args, **kwargs):
+        threads[path.name] = threading.current_thread().name
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(ogb, "read_csv_table", recording)
+    loaded = load_ogb(write_ogb(tmp_path / "m", graph))
+    assert np.array_equal(loaded.x, graph.x) and np.array_equal(loaded.indices, graph.indices)
+    assert (threads["node-feat.csv.gz"] == "gnnscale-read") == overlapped, threads
+    assert threads["edge.csv.gz"] == threading.current_thread().name
