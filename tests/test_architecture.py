@@ -8,15 +8,15 @@ from mpi_launch import REPO_ROOT
 
 # package -> the gnnscale packages (and `partitioning`) it may import; docs/architecture.md.
 ALLOWED = {
-    "errors": set(), "threads": set(), "models": set(),
+    "errors": set(), "threads": set(), "models": set(), "host_memory": set(),
     "comm": {"errors"},
-    "data": {"errors", "partitioning"},
+    "data": {"errors", "host_memory", "partitioning"},
     "graph": {"comm", "errors"},
     "parallel": {"comm", "errors"},
     "nn": {"graph", "comm", "errors"},
     "engine": {"nn", "graph", "parallel", "comm", "data", "partitioning", "errors"},
     "cli": {"engine", "nn", "graph", "parallel", "comm", "data", "partitioning", "errors",
-            "threads", "models"},
+            "threads", "models", "host_memory"},
     "recipes": {"engine", "nn", "comm", "data", "partitioning", "errors", "threads"},
     "__init__": {"threads"}, "__main__": {"cli"},
 }
