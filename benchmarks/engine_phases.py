@@ -108,7 +108,6 @@ class Counter:
 
 
 COUNTER = Counter()
-_EVALUATING = {"on": False}
 
 
 def _region(name: str, fn, bytes_of):
@@ -119,8 +118,7 @@ def _region(name: str, fn, bytes_of):
     def wrapped(*args, **kwargs):
         with torch.profiler.record_function(REGION + name):
             result = fn(*args, **kwargs)
-        if not _EVALUATING["on"]:
-            COUNTER.add(name, bytes_of(args, result))
+        COUNTER.add(name, bytes_of(args, result))
         return result
 
     return wrapped
@@ -228,13 +226,12 @@ def profiled_step(trainer) -> dict:
         start = time.perf_counter()
         _, timings = trainer.train_step()
         step_s = time.perf_counter() - start
-        _EVALUATING["on"] = True
+        COUNTER.active = False  # the evaluation pass is timed, not charged to the step
+        halo_bytes = stats.reset().halo_bytes_sent
         with torch.profiler.record_function(REGION + "evaluation"):
             start = time.perf_counter()
             trainer.predict()
             eval_s = time.perf_counter() - start
-        _EVALUATING["on"] = False
-    COUNTER.active = False
     seconds = dict.fromkeys(PHASES, 0.0)
     flops = 0.0
     other_bytes = 0.0
@@ -252,7 +249,7 @@ def profiled_step(trainer) -> dict:
     seconds["grad. allreduce"] = timings.get("grad_allreduce_s", 0.0)
     seconds["unattributed"] = max(0.0, step_s - sum(seconds.values()))
     work = dict(COUNTER.bytes)
-    work["halo pack + wait"] = float(stats.reset().halo_bytes_sent)
+    work["halo pack + wait"] = float(halo_bytes)
     work["dense transforms"] = flops
     work["other elementwise"] = other_bytes
     return {"step_s": step_s, "eval_s": eval_s, "seconds": seconds, "work": work,

@@ -4,9 +4,10 @@ The OGB readers parse or inflate the feature table (the largest file) this way w
 load and become a CSR: both the readers and the CSR build release the GIL, and neither alone
 keeps two cores busy. Overlapping holds the features, the edge list and the CSR at once, so the
 readers overlap only when that fits easily (:func:`overlap_fits`); otherwise they read one
-after the other as before, at the lower peak. A read that takes ``cancel=`` stops with :class:`Cancelled` at its next
-batch once the event is set; :class:`BackgroundRead` sets it when the caller's own work fails,
-so an error is reported at once and no parse is left running behind it.
+after the other, at the lower peak. A read that takes ``cancel=`` stops with
+:class:`Cancelled` at its next batch once the event is set (:func:`stop_if_cancelled`);
+:class:`BackgroundRead` sets it when the caller's own work fails, so an error is reported at
+once and no parse is left running behind it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,13 @@ import threading
 
 class Cancelled(Exception):
     """Raised by a reader whose ``cancel`` event was set (between two batches)."""
+
+
+def stop_if_cancelled(cancel, what) -> None:
+    """A reader's check between two batches: :class:`Cancelled` once ``cancel`` (a
+    ``threading.Event`` or None) is set; ``what`` names the read."""
+    if cancel is not None and cancel.is_set():
+        raise Cancelled(str(what))
 
 
 #: overlap only while what both sides hold at once stays under this share of the memory

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gnnscale.data.background import Cancelled
+from gnnscale.data.background import stop_if_cancelled
 from gnnscale.errors import DataError
 
 # pyarrow parses blocks of this many bytes; one block's rows are converted at a time, so this
@@ -73,7 +73,7 @@ def read_csv_table(path, dtype, *, columns: int | None = None, rows: int | None 
         order: ``"C"`` (rows contiguous, e.g. features) or ``"F"`` (columns contiguous, e.g. an
             ``[E, 2]`` edge list whose two columns are used as separate arrays).
         cancel: a ``threading.Event``; once set, the read stops at the next batch with
-            :class:`Cancelled` (a loader reading this file in a background thread uses it
+            :class:`gnnscale.data.background.Cancelled` (a loader reading this file in a background thread uses it
             when its other work fails).
 
     Raises:
@@ -122,8 +122,7 @@ def _read(path: Path, dtype, arrow_type, num_columns: int, rows, order: str, blo
         reader = csv.open_csv(source, read_options=read, convert_options=convert,
                               parse_options=csv.ParseOptions(quote_char=False))
         for batch in reader:
-            if cancel is not None and cancel.is_set():
-                raise Cancelled(str(path))
+            stop_if_cancelled(cancel, path)
             table.add(batch)
     return table.result()
 
@@ -134,16 +133,13 @@ def _read_ints(path: Path, columns: int, rows, order: str, cancel) -> np.ndarray
 
     from gnnscale.data.int_csv import parse_int_table
 
-    def between_windows():
-        if cancel is not None and cancel.is_set():
-            raise Cancelled(str(path))
-
     def bad(message):
         return DataError(f"{path} is not a readable numeric CSV table: {message}")
 
     try:
         with _decompressed(path, as_stream=True) as source:
-            return parse_int_table(source, columns, rows, order, bad, between_windows)
+            return parse_int_table(source, columns, rows, order, bad,
+                                   lambda: stop_if_cancelled(cancel, path))
     except (OSError, EOFError, zlib.error, IsalError) as exc:
         raise bad(_describe(exc)) from None
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gnnscale.data.background import Cancelled
+from gnnscale.data.background import stop_if_cancelled
 from gnnscale.errors import DataError
 
 CHUNK_BYTES = 64 << 20
@@ -80,8 +80,7 @@ def read_npz_array(path, key: str, dtype=None, *, chunk_bytes: int | None = None
         step = max(1, (chunk_bytes or CHUNK_BYTES) // max(stored.itemsize, 1))
         try:
             for start in range(0, count, step):
-                if cancel is not None and cancel.is_set():
-                    raise Cancelled(f"{path} {key}")
+                stop_if_cancelled(cancel, f"{path} {key}")
                 size = min(step, count - start)
                 data = member.read(size * stored.itemsize)
                 if len(data) != size * stored.itemsize:
