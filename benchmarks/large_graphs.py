@@ -22,7 +22,8 @@ Steps:
                    first epoch), peak RSS per rank, halo bytes per epoch.
   rmat21-inmemory  `mpirun -n 4 gnnscale train --dataset CONVERTED` (every rank maps the graph,
                    rank 0 partitions) against the same run in one process: peak RSS per rank,
-                   their sum, and the ratios to the one-process peak.
+                   their sum, the job's peak total PSS (all its processes sampled together,
+                   benchmarks/job_memory.py), and the ratios to the one-process run.
   rmat21-peers     DGL 2.1.0 and PyG (CSR adjacency) in one process on the same graph and
                    models (benchmarks/large_graph_peer.py), as installed and with the allocator
                    setting gnnscale gives itself (GLIBC_TUNABLES below).
@@ -43,6 +44,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from job_memory import JobMemorySampler
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -97,12 +100,22 @@ def memory_cgroup(limit_gib: float | None) -> list[str]:
 MEMORY_LIMIT_GIB = None
 
 
-def timed(cmd: list[str], extra_env=None) -> dict:
-    """Run ``cmd`` under GNU time: wall seconds, peak RSS (bytes), output tail."""
+def timed(cmd: list[str], extra_env=None, sample_memory: bool = False) -> dict:
+    """Run ``cmd`` under GNU time: wall seconds, peak RSS (bytes), output tail; with
+    ``sample_memory`` also the job's peak total PSS and RSS over all its processes
+    (``job_memory.JobMemorySampler``)."""
     print("$", " ".join(cmd), flush=True)
     start = time.perf_counter()
-    proc = subprocess.run([*memory_cgroup(MEMORY_LIMIT_GIB), "/usr/bin/time", "-v", *cmd],
-                          capture_output=True, text=True, env=env(extra_env), cwd=ROOT)
+    proc = subprocess.Popen([*memory_cgroup(MEMORY_LIMIT_GIB), "/usr/bin/time", "-v", *cmd],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env(extra_env), cwd=ROOT)
+    sampler = JobMemorySampler(proc.pid) if sample_memory else None
+    if sampler is not None:
+        with sampler:
+            stdout, stderr = proc.communicate()
+    else:
+        stdout, stderr = proc.communicate()
+    proc = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
     wall = time.perf_counter() - start
     match = re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stderr)
     tail = (proc.stdout + proc.stderr.split("\tCommand being timed")[0])[-3000:]
@@ -111,9 +124,12 @@ def timed(cmd: list[str], extra_env=None) -> dict:
         killed = "signal 9" in proc.stderr or proc.returncode in (137, -9)
         raise SystemExit(f"failed ({proc.returncode}{', killed: out of memory' if killed else ''})"
                          f": {' '.join(cmd)}")
-    return {"command": " ".join(cmd), "wall_s": round(wall, 2),
-            "peak_rss_bytes": int(match.group(1)) * 1024 if match else None,
-            "stdout_tail": proc.stdout[-1500:]}
+    result = {"command": " ".join(cmd), "wall_s": round(wall, 2),
+              "peak_rss_bytes": int(match.group(1)) * 1024 if match else None,
+              "stdout_tail": proc.stdout[-1500:]}
+    if sampler is not None:
+        result["job_memory"] = sampler.result()
+    return result
 
 
 def gnnscale(*args) -> list[str]:
@@ -174,13 +190,15 @@ def step_rmat21_prepare(args, work: Path) -> dict:
 
 
 def train_run(nprocs: int | None, source: list[str], model: str, epochs: int, out: Path,
-              layers: int = 3, hidden: int = 256) -> dict:
+              layers: int = 3, hidden: int = 256, sample_memory: bool = False) -> dict:
     cmd = gnnscale("train", *source, "--model", model, "--layers", str(layers), "--hidden",
                    str(hidden), "--epochs", str(epochs), "--metrics-out", str(out),
                    "--no-progress", "--log-every", "1")
+    if MEMORY_LIMIT_GIB is not None:  # the cgroup stops a run that does not fit, not the plan
+        cmd.append("--ignore-memory-plan")
     if nprocs:
         cmd = [str(BIN / "mpirun"), "-n", str(nprocs), "--oversubscribe", *cmd]
-    run = timed(cmd)
+    run = timed(cmd, sample_memory=sample_memory)
     records = [json.loads(line) for line in out.read_text().splitlines()]
     epochs_ = [r for r in records if "summary" not in r]
     summary = [r for r in records if r.get("summary")][-1]
@@ -226,15 +244,19 @@ def step_rmat21_inmemory(args, work: Path) -> dict:
     balance = ["--balance", args.balance] if args.balance else []
     runs = {"ranks_4": train_run(4, ["--dataset", str(graph), "--partitioner",
                                      args.partitioner, *balance], "gcn", 2, work / "mem4.jsonl",
-                                 layers=2, hidden=args.hidden),
+                                 layers=2, hidden=args.hidden, sample_memory=True),
             "one_process": train_run(None, ["--dataset", str(graph)], "gcn", 2,
-                                     work / "mem1.jsonl", layers=2, hidden=args.hidden)}
+                                     work / "mem1.jsonl", layers=2, hidden=args.hidden,
+                                     sample_memory=True)}
     one = runs["one_process"]["peak_rss_bytes"]
     ranks = [r["peak_rss_mb"] * 2**20 for r in runs["ranks_4"]["per_rank"]]
     runs["config"] = {"model": "gcn", "layers": 2, "hidden": args.hidden,
                       "partitioner": args.partitioner, "balance": args.balance}
+    job = {name: runs[name]["job_memory"]["peak_total_pss_bytes"]
+           for name in ("ranks_4", "one_process")}
     runs["ratios"] = {"max_rank_over_one_process": max(ranks) / one,
-                      "sum_over_one_process": sum(ranks) / one}
+                      "sum_over_one_process": sum(ranks) / one,
+                      "job_pss_over_one_process": job["ranks_4"] / job["one_process"]}
     print(json.dumps(runs["ratios"]), flush=True)
     return runs
 

@@ -73,10 +73,10 @@ PARTITIONING = {
     "hdrf": (40.0, 32.0),
 }
 
-#: bytes per local edge of the sparse blocks the engine keeps (forward and transposed: a scipy
-#: CSR with int32 indices and float64 weights, int64 indices and float32 values for the
-#: kernel; the weighted COO source matrix).
-BLOCK_BYTES_PER_EDGE = 60.0
+#: bytes per local edge the engine keeps: the sparse block and its transpose (int32 column
+#: index and float32 value each, ``gnnscale.graph.sparse``) and the part view's int64 local
+#: CSR index.
+BLOCK_BYTES_PER_EDGE = 24.0
 #: transient bytes per local edge while the blocks are built (int64 rows/cols, float64 weights)
 SETUP_BYTES_PER_EDGE = 32.0
 #: bytes per owned node of the part view (owned ids, local CSR row pointers, degrees)

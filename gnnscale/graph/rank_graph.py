@@ -9,6 +9,7 @@ the cache of aggregates of inputs that cannot change.
 from __future__ import annotations
 
 import abc
+import weakref
 from typing import Callable
 
 import numpy as np
@@ -41,7 +42,10 @@ class RankGraph(abc.ABC):
         self.comm, self.dtype, self.device = comm, dtype, torch.device(device)
         self.staleness = None  # a staleness.StalenessPolicy; None = exact (see staleness.py)
         self._blocks: dict = {}
-        self._constant_cache: dict = {}  # kind -> (input tensor, its version, aggregate)
+        # kind -> (weak reference to the input tensor, its version, aggregate): the input is
+        # not kept alive by the cache (a dropped-out input is new every step; holding it
+        # would keep a [num_owned, F] tensor nobody can pass again)
+        self._constant_cache: dict = {}
 
     @property
     @abc.abstractmethod
@@ -96,11 +100,17 @@ class RankGraph(abc.ABC):
         if owned.requires_grad:
             return None
         hit = self._constant_cache.get(kind)
-        if hit is not None and hit[0] is owned and hit[1] == owned._version:
+        if hit is not None and hit[0]() is owned and hit[1] == owned._version:
             return hit[2]
         return None
 
     def _remember_constant(self, owned: torch.Tensor, kind: str, out: torch.Tensor) -> None:
         """Store ``out`` as the aggregate of ``owned`` when ``owned`` needs no gradient."""
         if not owned.requires_grad:
-            self._constant_cache[kind] = (owned, owned._version, out)
+            cache = self._constant_cache
+
+            def forget(ref, kind=kind):  # the input died: its aggregate can never be served
+                if kind in cache and cache[kind][0] is ref:
+                    del cache[kind]
+
+            cache[kind] = (weakref.ref(owned, forget), owned._version, out)

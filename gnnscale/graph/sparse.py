@@ -4,6 +4,11 @@ Aggregation is a CSR sparse x dense product: no per-edge message tensors. On the
 and float64 go through the compiled kernel of :mod:`.kernels` (bf16 and fp16 rows too,
 accumulated in float32); GPU tensors go through torch's sparse CSR product (cuSPARSE). The
 transpose is built once, so backward is also a CSR product.
+
+A block keeps, per orientation, only what the kernel reads: int64 row pointers, int32 column
+indices (int64 beyond 2^31 - 1 columns) and the values in the block's dtype (float64 for a
+float64 block, else float32): 8 bytes per non-zero and orientation in the common case. Values
+for another dtype are cast from these once and kept.
 """
 
 from __future__ import annotations
@@ -18,20 +23,11 @@ from .kernels import csr_spmm
 
 warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
 
-
-def _torch_csr(matrix: sp.csr_matrix, dtype: torch.dtype, device) -> torch.Tensor:
-    matrix = matrix.tocsr()
-    matrix.sort_indices()
-    return torch.sparse_csr_tensor(
-        torch.from_numpy(matrix.indptr.astype(np.int64)),
-        torch.from_numpy(matrix.indices.astype(np.int64)),
-        torch.from_numpy(np.ascontiguousarray(matrix.data)).to(dtype),
-        size=matrix.shape, device=device, check_invariants=False)
-
-
 _KERNEL_DTYPES = {torch.float32: np.float32, torch.float64: np.float64}
 KERNELS = ("compiled", "torch")
 _kernel = {"name": "compiled"}
+#: column indices are stored as int32 below this many columns
+INT32_COLUMNS = 2**31 - 1
 
 
 def set_cpu_kernel(name: str) -> None:
@@ -42,16 +38,30 @@ def set_cpu_kernel(name: str) -> None:
 
 
 class _CSR:
-    """One orientation of the matrix: NumPy arrays for the kernel, a torch CSR built lazily."""
+    """One orientation of the matrix: the kernel's arrays, a torch CSR built lazily."""
 
     def __init__(self, matrix: sp.csr_matrix, dtype: torch.dtype, device):
         matrix.sort_indices()
-        self.matrix = matrix
-        self.dtype, self.device = dtype, device
+        self.shape = matrix.shape
+        self.device = device
         self.indptr = matrix.indptr.astype(np.int64)
-        self.indices = matrix.indices.astype(np.int64)
-        self.values = {}
+        index_dtype = np.int32 if matrix.shape[1] <= INT32_COLUMNS else np.int64
+        self.indices = matrix.indices.astype(index_dtype, copy=False)
+        stored = np.float64 if dtype == torch.float64 else np.float32
+        self.values = {stored: np.asarray(matrix.data, dtype=stored)}
+        self._stored = stored
         self._torch = None
+
+    def _values(self, np_dtype) -> np.ndarray:
+        if np_dtype not in self.values:
+            self.values[np_dtype] = self.values[self._stored].astype(np_dtype)
+        return self.values[np_dtype]
+
+    def _torch_csr(self, dtype: torch.dtype, device) -> torch.Tensor:
+        return torch.sparse_csr_tensor(
+            torch.from_numpy(self.indptr), torch.from_numpy(self.indices.astype(np.int64)),
+            torch.from_numpy(self.values[self._stored]).to(dtype),
+            size=self.shape, device=device, check_invariants=False)
 
     def matmul(self, dense: torch.Tensor, progress=None) -> torch.Tensor:
         if (dense.dtype in (torch.bfloat16, torch.float16) and dense.device.type == "cpu"
@@ -61,26 +71,36 @@ class _CSR:
         np_dtype = _KERNEL_DTYPES.get(dense.dtype)
         if (dense.device.type == "cpu" and np_dtype is not None and dense.dim() == 2
                 and _kernel["name"] == "compiled"):
-            if np_dtype not in self.values:
-                self.values[np_dtype] = self.matrix.data.astype(np_dtype)
-            out = csr_spmm(self.indptr, self.indices, self.values[np_dtype],
-                           dense.detach().contiguous().numpy(), self.matrix.shape[0],
+            out = csr_spmm(self.indptr, self.indices, self._values(np_dtype),
+                           dense.detach().contiguous().numpy(), self.shape[0],
                            torch.get_num_threads(), progress)
             return torch.from_numpy(out)
         if self._torch is None or self._torch.dtype != dense.dtype:
-            self._torch = _torch_csr(self.matrix, dense.dtype, dense.device)
+            self._torch = self._torch_csr(dense.dtype, dense.device)
         return torch.sparse.mm(self._torch, dense)
 
 
 class SparseBlock:
-    """A fixed sparse matrix ``A`` (rows x cols) that computes ``A @ X`` and ``A.T @ Y``."""
+    """A fixed sparse matrix ``A`` (rows x cols) that computes ``A @ X`` and ``A.T @ Y``.
+
+    The scipy matrix passed in is not kept; each orientation holds its own compact arrays.
+    """
 
     def __init__(self, matrix: sp.spmatrix, dtype: torch.dtype = torch.float32, device="cpu"):
         matrix = sp.csr_matrix(matrix)
         self.shape = matrix.shape
         self.nnz = int(matrix.nnz)
         self._forward = _CSR(matrix, dtype, device)
-        self._transpose = _CSR(matrix.T.tocsr(), dtype, device)
+        transposed = matrix.T.tocsr()
+        del matrix
+        self._transpose = _CSR(transposed, dtype, device)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by both orientations (row pointers, indices, values of every dtype)."""
+        return sum(part.indptr.nbytes + part.indices.nbytes
+                   + sum(v.nbytes for v in part.values.values())
+                   for part in (self._forward, self._transpose))
 
     def matmul(self, dense: torch.Tensor, progress=None) -> torch.Tensor:
         """``A @ dense``: [rows, F]. ``progress()`` is called between row blocks (CPU)."""

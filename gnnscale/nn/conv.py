@@ -7,7 +7,10 @@ Parameters are laid out as in PyG (``lin.weight`` + ``bias`` for GCN; ``lin_l`` 
 Both layers are linear in the aggregation (SAGE's max aggregator excepted), so they may
 transform before aggregating: with ``order="auto"`` a layer aggregates the narrower of its input
 and output widths, which also makes the halo exchange send the narrower rows (as DGL's GraphConv
-chooses by width).
+chooses by width). At equal widths it transforms first: the work and the exchanged rows are the
+same either way, but aggregating first keeps the aggregate ``[num_owned, F]`` (SAGE: the
+stacked ``[aggregate | x]``, twice that) for the weight gradient, while transforming first
+needs only the layer's input, which the previous activation already keeps.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ def _transform_first(order: str, in_dim: int, out_dim: int) -> bool:
     if order not in ORDERS:
         raise ValueError(f"unknown order {order!r}; choose one of {', '.join(ORDERS)}")
     if order == "auto":
-        return out_dim < in_dim
+        return out_dim <= in_dim
     return order == "transform_first"
 
 
@@ -116,13 +119,11 @@ class SAGELayer(nn.Module):
         if self.aggr == "max":
             return self._forward_max(x, graph)
         if self.transform_first:
-            # one GEMM for both transforms: x is read once, its gradient written once
-            both = x @ torch.cat([self.lin_l.weight, self.lin_r.weight]).t()
-            width = self.out_dim
-            neigh = graph.aggregate(both[:, :width].contiguous(), self.aggr)
-            if self.lin_l.bias is not None:
-                neigh = neigh + self.lin_l.bias
-            return neigh + both[:, width:]
+            # two GEMMs rather than one into [N, 2 F_out]: slicing that would take a copy
+            # forward and two zero-filled [N, 2 F_out] gradients backward; the bias rides in
+            # the root transform
+            neigh = graph.aggregate(F.linear(x, self.lin_l.weight), self.aggr)
+            return neigh + F.linear(x, self.lin_r.weight, self.lin_l.bias)
         # [aggregate | x] @ [W_l | W_r]^T + b: one GEMM with the bias in it
         stacked = torch.cat([graph.aggregate(x, self.aggr), x], dim=1)
         return F.linear(stacked, torch.cat([self.lin_l.weight, self.lin_r.weight], dim=1),

@@ -20,7 +20,7 @@ class GINLayer(nn.Module):
 
     The default MLP :math:`h_\Theta` is ``Linear(F_in, hidden) -> ReLU -> Linear(hidden,
     F_out)``. Its first linear map commutes with the sum, so with ``order="auto"`` a layer whose
-    hidden width is below F_in transforms first and exchanges the narrower rows; a custom
+    hidden width is at most F_in transforms first and exchanges the narrower rows; a custom
     ``mlp`` always aggregates first.
 
     Args:

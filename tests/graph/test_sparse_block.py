@@ -1,0 +1,98 @@
+"""SparseBlock's compact storage and the rank graph's cache of constant-input aggregates."""
+
+import gc
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+
+from gnnscale.comm.single import SingleCommunicator
+from gnnscale.data import generate_sbm
+from gnnscale.graph import LocalGraph
+from gnnscale.graph import sparse as sparse_module
+from gnnscale.graph.sparse import SparseBlock
+from partitioning.local_view import build_part_view
+
+
+def _matrix(rows=300, cols=200, seed=0):
+    return sp.random(rows, cols, density=0.05, format="csr", random_state=seed,
+                     dtype=np.float64)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_block_keeps_int32_indices_and_values_in_its_dtype(dtype):
+    matrix = _matrix()
+    block = SparseBlock(matrix, dtype)
+    for part in (block._forward, block._transpose):
+        assert part.indices.dtype == np.int32 and part.indptr.dtype == np.int64
+        assert list(part.values) == [np.float64 if dtype == torch.float64 else np.float32]
+    per_nnz = 4 + (8 if dtype == torch.float64 else 4)
+    assert block.nbytes == 2 * per_nnz * matrix.nnz + 8 * (sum(matrix.shape) + 2)
+    x = torch.randn(200, 7, dtype=dtype)
+    y = torch.randn(300, 7, dtype=dtype)
+    tol = 1e-12 if dtype == torch.float64 else 1e-5
+    np.testing.assert_allclose(block.matmul(x).numpy(), matrix @ x.numpy(), rtol=tol, atol=tol)
+    np.testing.assert_allclose(block.matmul_transposed(y).numpy(), matrix.T @ y.numpy(),
+                               rtol=tol, atol=tol)
+
+
+def test_block_casts_values_for_another_dtype_once(monkeypatch):
+    matrix = _matrix()
+    block = SparseBlock(matrix, torch.float32)
+    x = torch.randn(200, 3, dtype=torch.float64)
+    out = block.matmul(x)
+    assert out.dtype == torch.float64
+    np.testing.assert_allclose(out.numpy(), matrix.astype(np.float32).astype(np.float64)
+                               @ x.numpy(), rtol=1e-12)
+    assert set(block._forward.values) == {np.float32, np.float64}
+
+
+def test_wide_matrices_keep_int64_indices(monkeypatch):
+    monkeypatch.setattr(sparse_module, "INT32_COLUMNS", 100)
+    matrix = _matrix()
+    block = SparseBlock(matrix, torch.float32)  # 200 and 300 columns, both above 100
+    assert block._forward.indices.dtype == block._transpose.indices.dtype == np.int64
+    x = torch.randn(200, 4)
+    np.testing.assert_allclose(block.matmul(x).numpy(), matrix @ x.numpy(), rtol=1e-5,
+                               atol=1e-5)
+
+
+def test_torch_kernel_reads_the_same_arrays():
+    matrix = _matrix()
+    block = SparseBlock(matrix, torch.float32)
+    x = torch.randn(200, 5)
+    compiled = block.matmul(x)
+    sparse_module.set_cpu_kernel("torch")
+    try:
+        through_torch = block.matmul(x)
+    finally:
+        sparse_module.set_cpu_kernel("compiled")
+    torch.testing.assert_close(through_torch, compiled, rtol=1e-5, atol=1e-5)
+
+
+def _one_rank_graph():
+    data = generate_sbm(num_nodes=200, num_features=6, avg_degree=4.0, seed=1)
+    view = build_part_view(data, np.zeros(data.num_nodes, dtype=np.int64), 0, num_parts=1)
+    return LocalGraph(view, SingleCommunicator()), torch.from_numpy(data.x)
+
+
+def test_constant_input_aggregate_is_reused_while_the_input_lives():
+    graph, x = _one_rank_graph()
+    first = graph.aggregate(x, "gcn")
+    assert graph.aggregate(x, "gcn") is first  # same tensor, same version
+    x.mul_(2.0)  # a new version is aggregated again
+    second = graph.aggregate(x, "gcn")
+    assert second is not first
+    torch.testing.assert_close(second, 2.0 * first)
+
+
+def test_cache_does_not_keep_a_dead_input_or_its_aggregate():
+    graph, x = _one_rank_graph()
+    dropped = torch.nn.functional.dropout(x, 0.5)  # new every step, no gradient
+    out = graph.aggregate(dropped, "gcn")
+    assert "gcn" in graph._constant_cache
+    del dropped
+    gc.collect()
+    assert "gcn" not in graph._constant_cache  # neither the input nor `out` is held
+    assert out.shape == x.shape
