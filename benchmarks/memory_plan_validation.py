@@ -16,6 +16,10 @@ runs (hold the benchmark lock around each)::
         --cells train:gcn:1 train:gcn:2 train:gcn:4 partition:metis:4 \
         --out benchmarks/results/memory_plan_validation.json
 
+``--allocator lean`` runs the train cells with ``GNNSCALE_RETAIN_MEMORY=0`` and compares with
+the plan's lean figure; the default compares the trainer's own choice (freed pages kept) with
+the plan's retained figure.
+
 Graph: R-MAT scale 18 (``--scale``), 128 random features, 16 classes. GAT runs with 2 heads of
 width 8 (``--gat-heads``, ``--gat-hidden``) so that its per-edge tensors fit this host.
 """
@@ -44,9 +48,16 @@ from partitioning.memory_plan import DatasetShape, balanced_workload, plan_memor
 from partitioning.workload import part_workload  # noqa: E402
 
 
-def env() -> dict:
+def env(allocator: str = "retain") -> dict:
     return {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-            "OMP_NUM_THREADS": "1", "PATH": f"{Path(sys.prefix) / 'bin'}:{os.environ['PATH']}"}
+            "OMP_NUM_THREADS": "1", "PATH": f"{Path(sys.prefix) / 'bin'}:{os.environ['PATH']}",
+            "GNNSCALE_RETAIN_MEMORY": "1" if allocator == "retain" else "0"}
+
+
+def planned(plan: dict, allocator: str) -> list:
+    """The plan's per-rank peak for the allocator the run used."""
+    key = "per_rank_peak_retained" if allocator == "retain" else "per_rank_peak"
+    return np.asarray(plan.get(key, plan["per_rank_peak"])).tolist()
 
 
 def dataset_args(scale: int) -> list[str]:
@@ -77,7 +88,8 @@ def train_cell(data, model: str, ranks: int, args) -> dict:
                *model_args(model, args), "--epochs", str(args.epochs), "--partitioner", "metis",
                "--no-progress", "--metrics-out", str(metrics), "--ignore-memory-plan"]
         t0 = time.perf_counter()
-        done = subprocess.run(cmd, capture_output=True, text=True, env=env(), cwd=REPO)
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env(args.allocator),
+                              cwd=REPO)
         if done.returncode != 0:
             raise RuntimeError(done.stderr[-2000:])
         summary = json.loads(metrics.read_text().strip().splitlines()[-1])
@@ -91,8 +103,8 @@ def train_cell(data, model: str, ranks: int, args) -> dict:
     plan = plan_memory(shape, spec_of(model, data, args), work,
                        partition_method="metis" if ranks > 1 else None, mode="in-memory")
     return {"cell": f"train:{model}:{ranks}", "wall_s": time.perf_counter() - t0,
-            "workload": _jsonable(work),
-            "measured_bytes": measured, "predicted_bytes": plan["per_rank_peak"].tolist(),
+            "workload": _jsonable(work), "allocator": args.allocator,
+            "measured_bytes": measured, "predicted_bytes": planned(plan, args.allocator),
             "predicted_phase": [max(plan["phases"], key=lambda k: plan["phases"][k][r])
                                 for r in range(ranks)]}
 
@@ -144,7 +156,7 @@ def predict_cell(cell: dict, data, args) -> None:
     else:
         plan = plan_memory(shape, spec_of("gcn", data, args), work, partition_method=what,
                            mode="partition")
-    cell["predicted_bytes"] = plan["per_rank_peak"].tolist()
+    cell["predicted_bytes"] = planned(plan, cell.get("allocator", "retain"))
     cell["predicted_phase"] = [max(plan["phases"], key=lambda k: plan["phases"][k][r])
                                for r in range(len(plan["per_rank_peak"]))]
     cell["relative_error"] = [p / m - 1 for p, m in zip(cell["predicted_bytes"],
@@ -157,10 +169,12 @@ def report(path) -> None:
     print("| cell | rank | predicted (MiB) | measured (MiB) | error | phase |")
     print("|---|---|---|---|---|---|")
     errors = []
-    for c in sorted(result["cells"], key=lambda c: (c.get("scale", 18), c["cell"])):
+    for c in sorted(result["cells"], key=lambda c: (c.get("scale", 18), c["cell"],
+                                                     c.get("allocator", ""))):
+        label = c["cell"] + (f", {c['allocator']}" if c["cell"].startswith("train") else "")
         for r, (p, m) in enumerate(zip(c["predicted_bytes"], c["measured_bytes"])):
             errors.append(abs(p / m - 1))
-            print(f"| {c['cell']} (R-MAT {c.get('scale', 18)}) | {r} | {p / 2**20:,.0f} | "
+            print(f"| {label} (R-MAT {c.get('scale', 18)}) | {r} | {p / 2**20:,.0f} | "
                   f"{m / 2**20:,.0f} | {100 * (p / m - 1):+.0f}% | {c['predicted_phase'][r]} |")
     print(f"median absolute error {100 * np.median(errors):.1f}%, largest "
           f"{100 * max(errors):.1f}%, within 20%: {sum(e <= 0.2 for e in errors)} of "
@@ -179,6 +193,10 @@ def main() -> None:
     parser.add_argument("--hidden", type=int, default=64)
     parser.add_argument("--gat-hidden", type=int, default=8)
     parser.add_argument("--gat-heads", type=int, default=2)
+    parser.add_argument("--allocator", choices=["retain", "lean"], default="retain",
+                        help="train cells: the trainer keeps freed pages (retain, its default "
+                             "when that fits) or returns them (lean, GNNSCALE_RETAIN_MEMORY=0); "
+                             "compared with the plan's figure for the same choice")
     parser.add_argument("--out", default="benchmarks/results/memory_plan_validation.json")
     args = parser.parse_args()
     if args.report:
@@ -202,8 +220,10 @@ def main() -> None:
         print(f"{cell:<22} measured {np.round(np.array(row['measured_bytes']) / 2**20)} MiB "
               f"predicted {np.round(np.array(row['predicted_bytes']) / 2**20)} MiB "
               f"errors {np.round(errors, 3)} ({row['wall_s']:.0f} s)", flush=True)
+        same = (cell, args.scale, row.get("allocator", "retain"))
         results["cells"] = [c for c in results["cells"]
-                            if (c["cell"], c.get("scale")) != (cell, args.scale)] + [row]
+                            if (c["cell"], c.get("scale"), c.get("allocator", "retain")) != same
+                            ] + [row]
         out.write_text(json.dumps(results, indent=1))
 
 

@@ -15,11 +15,13 @@ part ``p`` with ``N_p`` owned nodes, ``E_p`` local edges, ``H_p`` halo rows):
 * ``setup``: building a rank's part: the graph (in memory: every rank loaded it) plus the
   local CSR blocks, built in a transient COO form (``SETUP_BYTES_PER_EDGE``).
 * ``train``: the part's features, labels and masks; the local sparse blocks and their
-  transposes (``BLOCK_BYTES_PER_EDGE`` per local edge); halo buffers; for every layer the
-  activations autograd keeps for backward (input, aggregate, output: ``4 N_p (a + w + 2 c)``;
-  GAT also ``4 E_p H (2 C + 4)`` per-edge tensors); weights, gradients and Adam's two moments
-  (``16`` bytes per weight); backward's transient gradients (the largest layer's activations).
-* ``eval``: forward without autograd: two layers' activations live at a time, and the logits.
+  transposes (``BLOCK_BYTES_PER_EDGE`` per local edge); for every layer what autograd keeps
+  for backward (:func:`_layer_floats`: the aggregate when a layer aggregates first, the
+  activated output; GAT: ``4 N_p (a + w + 2 c)`` and ``4 E_p H (2 C + 4)`` per-edge
+  tensors); weights, gradients and Adam's two moments (``16`` bytes per weight); the largest
+  layer's transient temporaries and gradients, with its halo rows.
+* ``eval``: forward without autograd: one layer's input, aggregate and output live at a time
+  (GAT: two layers' activations), the halo rows, and the logits.
 
 A rank's peak is the largest phase; the plan's peak is the largest rank. Coefficients come from
 reading the code (array dtypes and copies) and are checked against measured peak RSS by
@@ -35,7 +37,8 @@ import numpy as np
 from .errors import PartitionError
 
 __all__ = ["DatasetShape", "plan_memory", "balanced_workload", "LOADING", "PARTITIONING",
-           "BASELINE_BYTES", "format_plan", "format_bytes", "partitioning_cost"]
+           "BASELINE_BYTES", "RETAINED_GROWTH", "format_plan", "format_bytes",
+           "partitioning_cost"]
 
 #: peak resident memory of a command on a graph too small to matter (Python, torch, numpy,
 #: scipy, numba and its compiled kernels, MPI), measured on this host: ``gnnscale train`` on
@@ -73,6 +76,13 @@ PARTITIONING = {
     "hdrf": (40.0, 32.0),
 }
 
+#: growth of the training and evaluation phases (beyond the runtime) when the allocator keeps
+#: freed pages for reuse (``gnnscale.engine.memory.retain_freed_memory``, faster steps): the
+#: holes between a step's differently sized tensors stay in the heap. Peak RSS with and without
+#: it, one process on R-MAT 18 (``GNNSCALE_RETAIN_MEMORY=0`` for the lean run; 256 hidden):
+#: GCN 2 layers 2.46 / 1.66 GiB, GCN 3 layers 2.74-3.22 / 1.88, SAGE 3 layers 3.57 / 2.06,
+#: i.e. 1.5-1.7x this plan's lean figure beyond the runtime.
+RETAINED_GROWTH = 1.7
 #: bytes per local edge the engine keeps: the sparse block and its transpose (int32 column
 #: index and float32 value each, ``gnnscale.graph.sparse``) and the part view's int64 local
 #: CSR index.
@@ -139,6 +149,29 @@ def partitioning_cost(method: str) -> tuple[float, float]:
     return max(PARTITIONING.values())
 
 
+def _layer_floats(spec, layer: int, a: int, c: int) -> tuple[float, float]:
+    """(kept, transient) floats per owned node of one GCN/SAGE layer ``a -> c`` in training.
+
+    Kept until backward reaches the layer: what the weight gradient needs besides the input the
+    previous activation already keeps (aggregating first: the aggregate, SAGE's stacked
+    ``[aggregate | x]``; transforming first, which ``order="auto"`` does when ``c <= a``:
+    nothing, except the dropped-out raw features of the first layer) and the layer's activated
+    output (the last layer: its logits and their log-softmax). Transient: the layer's
+    temporaries forward and its gradients backward, at most two rows of the wider width and
+    one of the narrower.
+    """
+    last = layer == spec.layers - 1
+    transform_first = c <= a
+    if spec.name == "sage" and not transform_first:
+        kept_in = 2.0 * a
+    elif transform_first and (layer > 0 or spec.dropout == 0.0):
+        kept_in = 0.0
+    else:
+        kept_in = float(a)
+    kept_out = 2.0 * c if last else float(c)
+    return kept_in + kept_out, 2.0 * max(a, c) + min(a, c)
+
+
 def _training_bytes(shape: DatasetShape, spec, work: dict) -> tuple[np.ndarray, np.ndarray]:
     """(train, eval) bytes per rank on top of the runtime."""
     n, halo = work["nodes"], np.asarray(work["recv_rows"]).sum(1)
@@ -151,18 +184,22 @@ def _training_bytes(shape: DatasetShape, spec, work: dict) -> tuple[np.ndarray, 
     kept, largest, eval_live = np.zeros_like(n), np.zeros_like(n), np.zeros_like(n)
     heads = spec.heads or (1,) * spec.layers
     for layer, (a, c) in enumerate(zip(spec.widths[:-1], spec.widths[1:])):
-        w = min(a, c) if spec.name != "gat" else c + heads[layer]
-        acts = 4.0 * n * (a + w + 2 * c) + 4.0 * halo * w
         if spec.name == "gat":
+            w = c + heads[layer]
             per_head = max(c // heads[layer], 1)
-            acts = acts + 4.0 * (local_edges + n) * heads[layer] * (2 * per_head + 4)
-        if spec.name == "sage":
-            acts = acts + 4.0 * n * (a + w)  # [aggregate | x] stacked for one GEMM
-        kept += acts
-        largest = np.maximum(largest, acts)
-        eval_live = np.maximum(eval_live, acts)
+            acts = (4.0 * n * (a + w + 2 * c) + 4.0 * halo * w
+                    + 4.0 * (local_edges + n) * heads[layer] * (2 * per_head + 4))
+            kept += acts
+            largest = np.maximum(largest, acts)
+            eval_live = np.maximum(eval_live, 2 * acts)
+            continue
+        w = min(a, c)  # the aggregated (and exchanged) width
+        layer_kept, transient = _layer_floats(spec, layer, a, c)
+        kept += 4.0 * n * layer_kept
+        largest = np.maximum(largest, 4.0 * n * transient + 4.0 * halo * w)
+        eval_live = np.maximum(eval_live, 4.0 * n * (a + w + c) + 4.0 * halo * w)
     train = data + blocks + params + kept + largest
-    evaluate = data + blocks + params + 2 * eval_live + 4.0 * n * spec.widths[-1] * 2
+    evaluate = data + blocks + params + eval_live + 4.0 * n * spec.widths[-1] * 2
     return train, evaluate
 
 
@@ -183,7 +220,8 @@ def plan_memory(shape: DatasetShape, spec, work: dict, *, partition_method: str 
         baseline_bytes: the runtime's own memory per process (default: :data:`BASELINE_BYTES`
             of the command).
     Returns: ``phases`` (name -> per-rank bytes), ``per_rank_peak``, ``peak_bytes``,
-    ``peak_rank``, ``peak_phase``.
+    ``peak_rank``, ``peak_phase`` (the allocator's defaults: freed memory returned), and
+    ``per_rank_peak_retained`` (freed memory kept for reuse: :data:`RETAINED_GROWTH`).
     """
     if mode not in ("in-memory", "store", "partition"):
         raise PartitionError(f"unknown mode {mode!r}; choose in-memory, store or partition")
@@ -233,9 +271,13 @@ def plan_memory(shape: DatasetShape, spec, work: dict, *, partition_method: str 
     names = list(phases)
     stacked = np.vstack([np.broadcast_to(phases[k], (len(base),)) for k in names])
     per_rank = stacked.max(axis=0)
+    retained = np.vstack([base + RETAINED_GROWTH * (stacked[i] - base)
+                          if k in ("train", "eval") else stacked[i]
+                          for i, k in enumerate(names)]).max(axis=0)
     rank = int(np.argmax(per_rank))
     return {"phases": {k: np.asarray(phases[k], dtype=np.float64) for k in names},
-            "per_rank_peak": per_rank, "peak_bytes": float(per_rank[rank]), "peak_rank": rank,
+            "per_rank_peak": per_rank, "per_rank_peak_retained": retained,
+            "peak_bytes": float(per_rank[rank]), "peak_rank": rank,
             "peak_phase": names[int(np.argmax(stacked[:, rank]))], "mode": mode}
 
 
@@ -247,6 +289,12 @@ def format_plan(plan: dict) -> str:
         lines.append(f"{name:<10} {int(np.argmax(values)):>12} {format_bytes(values.max()):>12}")
     lines.append(f"peak: rank {plan['peak_rank']} in phase {plan['peak_phase']}, "
                  f"{format_bytes(plan['peak_bytes'])}")
+    retained = np.asarray(plan.get("per_rank_peak_retained", plan["per_rank_peak"]))
+    if plan["phases"].keys() & {"train", "eval"}:
+        lines.append(f"with freed memory kept for reuse (faster steps, `gnnscale train`'s "
+                     f"choice when it fits): {format_bytes(retained.max())} on rank "
+                     f"{int(np.argmax(retained))}, {format_bytes(retained.sum())} over all ranks"
+                     f" (lean: {format_bytes(np.asarray(plan['per_rank_peak']).sum())})")
     return "\n".join(lines)
 
 

@@ -120,7 +120,8 @@ def _problem_in_memory(args, comm, device):
         partitioner = make_partitioner(args.partitioner, num_parts=comm.size, seed=args.seed,
                                        **params)
     with agreed_failure(comm):
-        memory_check.check_training(args, comm, data)
+        retain_fits = memory_check.check_training(args, comm, data)
+    choose_allocator(retain_fits, comm)
     partition = None
     with agreed_failure(comm):
         if comm.rank == 0:
@@ -141,13 +142,32 @@ def _problem_in_memory(args, comm, device):
     return problem, header
 
 
+def choose_allocator(retain_fits: bool, comm) -> None:
+    """Keep glibc's defaults (freed memory returned, slower steps) when the memory plan says
+    the heap the trainer would otherwise keep does not fit on this host; an explicit
+    ``GNNSCALE_RETAIN_MEMORY`` decides instead."""
+    import os
+
+    from ..engine.memory import keep_allocator_defaults
+
+    if retain_fits or "GNNSCALE_RETAIN_MEMORY" in os.environ:
+        return
+    keep_allocator_defaults()
+    if comm.rank == 0:
+        from .common import say
+
+        say("memory: the run fits only if freed memory goes back to the system, so the "
+            "allocator keeps its defaults (steps are slower; see `gnnscale plan`)")
+
+
 def _problem_from_store(args, comm, device):
     """Each rank reads only its own part of a partition store."""
     from ..engine.local_problem import LocalProblem, read_store_part
     from . import memory_check
 
     with agreed_failure(comm):
-        memory_check.check_store_training(args, comm, args.partitions)
+        retain_fits = memory_check.check_store_training(args, comm, args.partitions)
+    choose_allocator(retain_fits, comm)
     with agreed_failure(comm):
         part = read_store_part(args.partitions, comm.rank, comm.size)
     problem = LocalProblem.from_store_part(part, comm, device=device)

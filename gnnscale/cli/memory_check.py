@@ -48,23 +48,29 @@ def held_bytes(plan: dict, rank: int) -> float:
     return held
 
 
-def check_plan(plan: dict, comm, what: str, ignore: bool = False) -> None:
+def check_plan(plan: dict, comm, what: str, ignore: bool = False) -> bool:
     """Collective: refuse (UsageError on every rank) if this host cannot hold ``plan``.
 
     ``plan``: from :func:`partitioning.memory_plan.plan_memory`, one entry per rank of
-    ``comm`` (or one for a single process, ``comm=None``: not collective).
+    ``comm`` (or one for a single process, ``comm=None``: not collective). Returns whether
+    the host can also hold the plan's ``per_rank_peak_retained`` (the allocator keeping freed
+    pages for faster steps); the same answer on every rank of a host.
     """
     rank = comm.rank if comm is not None and len(plan["per_rank_peak"]) > 1 else 0
-    need = max(0.0, float(plan["per_rank_peak"][rank]) - held_bytes(plan, rank))
-    mine = (socket.gethostname(), need, rank)
+    held = held_bytes(plan, rank)
+    need = max(0.0, float(plan["per_rank_peak"][rank]) - held)
+    retained = plan.get("per_rank_peak_retained", plan["per_rank_peak"])
+    need_retained = max(need, float(retained[rank]) - held)
+    mine = (socket.gethostname(), need, need_retained, rank)
     everyone = comm.allgather_object(mine) if comm is not None and comm.size > 1 else [mine]
     host = mine[0]
-    on_host = [(n, r) for h, n, r in everyone if h == host]
-    host_need = sum(n for n, _ in on_host)
+    on_host = [(n, nr, r) for h, n, nr, r in everyone if h == host]
+    host_need = sum(n for n, _, _ in on_host)
     available = available_bytes()
+    retain_fits = sum(nr for _, nr, _ in on_host) <= available
     if ignore or host_need <= available:
-        return
-    peak_rank = max(on_host)[1]
+        return retain_fits
+    peak_rank = max(on_host)[2]
     phases = {k: float(v[min(peak_rank, len(v) - 1)]) for k, v in plan["phases"].items()}
     phase = max(phases, key=phases.get)
     raise UsageError(
@@ -107,23 +113,25 @@ def layout_of(dataset: str, data_root: str | None = None) -> str:
     return "arrays" if "arrays" in LOADING else next(iter(LOADING))
 
 
-def check_training(args, comm, data) -> None:
-    """``train`` without a store: every rank holds ``data``; rank 0 partitions it."""
+def check_training(args, comm, data) -> bool:
+    """``train`` without a store: every rank holds ``data``; rank 0 partitions it. Returns
+    whether the retained heap fits too (:func:`check_plan`)."""
     from partitioning.memory_plan import DatasetShape, balanced_workload, plan_memory
 
     shape = DatasetShape.of(data, layout_of(args.dataset, args.data_root))
     method = args.partitioner if comm.size > 1 else None
     plan = plan_memory(shape, _spec_of(args, data), balanced_workload(shape, comm.size),
                        partition_method=method, mode="in-memory")
-    check_plan(plan, comm, f"training on {comm.size} rank(s)",
-               getattr(args, "ignore_memory_plan", False))
+    return check_plan(plan, comm, f"training on {comm.size} rank(s)",
+                      getattr(args, "ignore_memory_plan", False))
 
 
-def check_store_training(args, comm, store_dir) -> None:
-    """``train --partitions``: each rank reads its own part; sizes come from the manifest."""
+def check_store_training(args, comm, store_dir) -> bool:
+    """``train --partitions``: each rank reads its own part; sizes come from the manifest.
+    Returns whether the retained heap fits too (:func:`check_plan`)."""
     plan = plan_for_store(args, store_dir, comm.size)
-    check_plan(plan, comm, f"training from {store_dir}",
-               getattr(args, "ignore_memory_plan", False))
+    return check_plan(plan, comm, f"training from {store_dir}",
+                      getattr(args, "ignore_memory_plan", False))
 
 
 def plan_for_store(args, store_dir, ranks: int) -> dict:

@@ -12,8 +12,13 @@ to serve large blocks from its heap and not to trim it, so freed pages are reuse
 process's resident memory stays at its peak (which the trainer reports anyway) instead of
 shrinking between epochs.
 
-It is called by :class:`gnnscale.engine.Trainer`; set ``GNNSCALE_RETAIN_MEMORY=0`` to keep
-the allocator's defaults. Other C libraries (musl, jemalloc via LD_PRELOAD) are left alone.
+The price is memory: a heap that is never returned also keeps the holes between a step's
+differently sized tensors, and the peak grows by about half of the activations' share
+(``partitioning.memory_plan.RETAINED_GROWTH``). It is called by
+:class:`gnnscale.engine.Trainer`; :func:`keep_allocator_defaults` (called by ``gnnscale train``
+when the memory plan says the retained heap would not fit but the run itself does) or
+``GNNSCALE_RETAIN_MEMORY=0`` keep the allocator's defaults. Other C libraries (musl, jemalloc
+via LD_PRELOAD) are left alone.
 """
 
 from __future__ import annotations
@@ -24,7 +29,19 @@ import os
 
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_MAX = -4
+_GLIBC_DEFAULT_MMAP_MAX = 65536
+_GLIBC_DEFAULT_TRIM_THRESHOLD = 128 * 1024
 _state = {"applied": None}
+
+
+def _mallopt():
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):  # not glibc
+        return None
+    mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
+    return mallopt
 
 
 def retain_freed_memory() -> bool:
@@ -33,14 +50,25 @@ def retain_freed_memory() -> bool:
         return _state["applied"]
     applied = False
     if os.environ.get("GNNSCALE_RETAIN_MEMORY", "1") != "0":
-        try:
-            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-            mallopt = libc.mallopt
-        except (OSError, AttributeError):  # not glibc
-            mallopt = None
+        mallopt = _mallopt()
         if mallopt is not None:
-            mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
             applied = bool(mallopt(_M_MMAP_MAX, 0)) and bool(
                 mallopt(_M_TRIM_THRESHOLD, 2**31 - 1))
     _state["applied"] = applied
     return applied
+
+
+def keep_allocator_defaults() -> None:
+    """Leave (or put back) glibc's defaults: large blocks mapped and returned on free, the
+    heap trimmed. Later :func:`retain_freed_memory` calls then change nothing."""
+    if _state["applied"]:
+        mallopt = _mallopt()
+        if mallopt is not None:
+            mallopt(_M_MMAP_MAX, _GLIBC_DEFAULT_MMAP_MAX)
+            mallopt(_M_TRIM_THRESHOLD, _GLIBC_DEFAULT_TRIM_THRESHOLD)
+    _state["applied"] = False
+
+
+def retaining() -> bool:
+    """Whether freed memory is being kept in the process (after :func:`retain_freed_memory`)."""
+    return bool(_state["applied"])

@@ -1,6 +1,7 @@
 """`gnnscale plan`, and `train`/`partition` stopping before work the memory plan says won't fit."""
 
 import json
+import re
 
 import pytest
 
@@ -43,7 +44,7 @@ def test_train_stops_before_work_that_cannot_fit(tmp_path):
     assert done.returncode == 2
     err = done.stderr.strip()
     assert len(err.splitlines()) == 1
-    assert "would not fit in memory" in err and "in phase 'train'" in err
+    assert "would not fit in memory" in err and re.search(r"in phase '(load|train)'", err)
     assert "but 1 MiB is available" in err
     assert not metrics.exists()
     done = gnnscale_cli(None, ["train", *SBM, "--epochs", "1", "--no-progress",
@@ -81,7 +82,7 @@ class TwoRanks:
 
     def allgather_object(self, mine):
         host = mine[0] if self.peer_host is None else self.peer_host
-        return [mine, (host, mine[1], 1)]
+        return [mine, (host, *mine[1:-1], 1)]
 
 
 def test_the_check_sums_the_ranks_of_one_host(monkeypatch):
@@ -117,3 +118,51 @@ def test_growth_after_loading_counts_when_the_runtime_outgrows_the_plan(monkeypa
         memory_check.check_plan(plan, None, "partitioning")
     monkeypatch.setenv(AVAILABLE_ENV, str(int(150e6)))
     memory_check.check_plan(plan, None, "partitioning")
+
+
+def test_the_check_says_whether_the_retained_heap_fits_too(monkeypatch):
+    import numpy as np
+
+    from gnnscale.cli.memory_check import check_plan, current_rss_bytes
+
+    held = current_rss_bytes()
+    plan = {"per_rank_peak": np.array([held + 100 * 2**20]),
+            "per_rank_peak_retained": np.array([held + 300 * 2**20]),
+            "phases": {"train": np.array([held + 100 * 2**20])}}
+    monkeypatch.setenv(AVAILABLE_ENV, str(200 * 2**20))
+    assert check_plan(plan, None, "training") is False  # fits, but only lean
+    monkeypatch.setenv(AVAILABLE_ENV, str(400 * 2**20))
+    assert check_plan(plan, None, "training") is True
+
+
+def test_train_keeps_the_allocator_defaults_when_only_the_lean_run_fits(monkeypatch, capsys):
+    from gnnscale.cli import build
+    from gnnscale.engine import memory
+
+    class One:
+        rank, size = 0, 1
+
+    monkeypatch.delenv("GNNSCALE_RETAIN_MEMORY", raising=False)
+    monkeypatch.setitem(memory._state, "applied", None)
+    build.choose_allocator(True, One())
+    assert memory._state["applied"] is None  # the trainer decides (retains)
+    build.choose_allocator(False, One())
+    assert memory.retain_freed_memory() is False and not memory.retaining()
+    assert "allocator keeps its defaults" in capsys.readouterr().out
+    monkeypatch.setitem(memory._state, "applied", None)
+    monkeypatch.setenv("GNNSCALE_RETAIN_MEMORY", "1")  # an explicit choice wins
+    build.choose_allocator(False, One())
+    assert memory._state["applied"] is None
+
+
+def test_keeping_the_defaults_undoes_retention(monkeypatch):
+    from gnnscale.engine import memory
+
+    monkeypatch.delenv("GNNSCALE_RETAIN_MEMORY", raising=False)
+    monkeypatch.setitem(memory._state, "applied", None)
+    try:
+        assert memory.retain_freed_memory() is True and memory.retaining()
+        memory.keep_allocator_defaults()
+        assert not memory.retaining() and memory.retain_freed_memory() is False
+    finally:
+        memory._state["applied"] = None
