@@ -74,6 +74,10 @@ def parse_args(argv=None):
                         help="run each command in a cgroup (v1 memory controller) with this "
                              "limit, so a run that does not fit is killed alone instead of "
                              "whatever the kernel's OOM killer picks on a shared machine")
+    parser.add_argument("--libraries", nargs="+", default=["dgl", "pyg"],
+                        help="peers of the rmat21-peers step")
+    parser.add_argument("--timeout-s", type=float, default=None,
+                        help="rmat21-peers: stop a peer's run after this many seconds")
     parser.add_argument("--out", default=str(ROOT / "benchmarks/results/large_graphs.json"))
     return parser.parse_args(argv)
 
@@ -100,21 +104,31 @@ def memory_cgroup(limit_gib: float | None) -> list[str]:
 MEMORY_LIMIT_GIB = None
 
 
-def timed(cmd: list[str], extra_env=None, sample_memory: bool = False) -> dict:
+def _communicate(proc, timeout):
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)
+        proc.communicate()
+        raise SystemExit(f"stopped after {timeout} s (--timeout-s)")
+
+
+def timed(cmd: list[str], extra_env=None, sample_memory: bool = False,
+          timeout: float | None = None) -> dict:
     """Run ``cmd`` under GNU time: wall seconds, peak RSS (bytes), output tail; with
     ``sample_memory`` also the job's peak total PSS and RSS over all its processes
-    (``job_memory.JobMemorySampler``)."""
+    (``job_memory.JobMemorySampler``). Past ``timeout`` seconds the command is killed."""
     print("$", " ".join(cmd), flush=True)
     start = time.perf_counter()
     proc = subprocess.Popen([*memory_cgroup(MEMORY_LIMIT_GIB), "/usr/bin/time", "-v", *cmd],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env(extra_env), cwd=ROOT)
+                            env=env(extra_env), cwd=ROOT, start_new_session=True)
     sampler = JobMemorySampler(proc.pid) if sample_memory else None
     if sampler is not None:
         with sampler:
-            stdout, stderr = proc.communicate()
+            stdout, stderr = _communicate(proc, timeout)
     else:
-        stdout, stderr = proc.communicate()
+        stdout, stderr = _communicate(proc, timeout)
     proc = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
     wall = time.perf_counter() - start
     match = re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stderr)
@@ -267,6 +281,8 @@ def step_rmat21_peers(args, work: Path) -> dict:
                                 cwd=ROOT, check=True).stdout.strip() + "/bin/python"
     result = {"layers": 3, "hidden": args.hidden}
     for library, python in (("dgl", dgl_python), ("pyg", sys.executable)):
+        if library not in args.libraries:
+            continue
         for allocator, extra in (("as_installed", {}),
                                  ("tuned_allocator", {"GLIBC_TUNABLES": GLIBC_TUNABLES})):
             for model in args.models:
@@ -275,7 +291,8 @@ def step_rmat21_peers(args, work: Path) -> dict:
                     run = timed([python, str(ROOT / "benchmarks/large_graph_peer.py"),
                                  "--library", library, "--model", model, "--dataset",
                                  str(graph), "--hidden", str(args.hidden)],
-                                extra_env={"PYTHONPATH": str(ROOT), **extra})
+                                extra_env={"PYTHONPATH": str(ROOT), **extra},
+                                timeout=args.timeout_s)
                     lines = [ln for ln in run["stdout_tail"].splitlines() if ln.startswith("{")]
                     run.update(json.loads(lines[-1]))
                 except SystemExit as exc:
