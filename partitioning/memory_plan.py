@@ -78,10 +78,11 @@ PARTITIONING = {
 
 #: growth of the training and evaluation phases (beyond the runtime) when the allocator keeps
 #: freed pages for reuse (``gnnscale.engine.memory.retain_freed_memory``, faster steps): the
-#: holes between a step's differently sized tensors stay in the heap. Peak RSS with and without
-#: it, one process on R-MAT 18 (``GNNSCALE_RETAIN_MEMORY=0`` for the lean run; 256 hidden):
-#: GCN 2 layers 2.46 / 1.66 GiB, GCN 3 layers 2.74-3.22 / 1.88, SAGE 3 layers 3.57 / 2.06,
-#: i.e. 1.5-1.7x this plan's lean figure beyond the runtime.
+#: holes between a step's differently sized tensors stay in the heap. Peak RSS retained / lean
+#: (``GNNSCALE_RETAIN_MEMORY=0``), one process on R-MAT 18: GCN 2 x 256 2.46 / 1.66 GiB, GCN
+#: 3 x 256 2.74-3.22 / 1.88, SAGE 3 x 256 3.57 / 2.06 (up to 1.7x this plan's lean figure beyond
+#: the runtime, the value used); 2 x 64 layers grow by 0.1-0.3 GiB only, so for narrow models
+#: this over-predicts (``benchmarks/memory_plan_validation.py --allocator retain``).
 RETAINED_GROWTH = 1.7
 #: bytes per local edge the engine keeps: the sparse block and its transpose (int32 column
 #: index and float32 value each, ``gnnscale.graph.sparse``) and the part view's int64 local
