@@ -10,6 +10,7 @@ CRC, a foreign header) is a one-line :class:`DataError` naming the file and the 
 from __future__ import annotations
 
 import math
+import threading
 import zipfile
 import zlib
 from pathlib import Path
@@ -33,7 +34,19 @@ def _open_member(archive: zipfile.ZipFile, path: Path, key: str):
         raise DataError(f"{path}: array {key!r} cannot be opened ({exc})") from None
 
 
+# numpy parses a .npy header with ast.literal_eval, and CPython 3.11's AST conversion keeps
+# its recursion depth in state shared by all threads: two threads parsing headers at once (a
+# feature read in the background beside the edge read) can fail with "SystemError: AST
+# constructor recursion depth mismatch". Headers are tiny; parse one at a time.
+_HEADER_LOCK = threading.Lock()
+
+
 def _read_header(member, path: Path, key: str):
+    with _HEADER_LOCK:
+        return _parse_header(member, path, key)
+
+
+def _parse_header(member, path: Path, key: str):
     fmt = np.lib.format
     try:
         version = fmt.read_magic(member)

@@ -174,3 +174,33 @@ def test_an_edge_error_cancels_the_feature_read_beside_it(tmp_path, graph, monke
         load_ogb_binary(folder)
     assert seen == {"cancelled": True, "raised": True}
     assert not [t for t in threading.enumerate() if t.name == "gnnscale-read"]
+
+
+def test_npy_headers_are_parsed_one_thread_at_a_time(tmp_path, monkeypatch):
+    """numpy parses headers with ast.literal_eval, which CPython 3.11 cannot run in two threads
+    at once (a background feature read beside the edge read); the parse is serialised."""
+    import threading
+    import time
+
+    np.savez(tmp_path / "a.npz", x=np.zeros((3, 2), np.float32))
+    inside, overlaps = [0], []
+    real = np.lib.format.read_array_header_1_0
+
+    def slow_header(member, *args, **kwargs):
+        inside[0] += 1
+        overlaps.append(inside[0])
+        time.sleep(0.05)
+        try:
+            return real(member, *args, **kwargs)
+        finally:
+            inside[0] -= 1
+
+    monkeypatch.setattr(np.lib.format, "read_array_header_1_0", slow_header)
+    read = npz_stream.npz_array_header
+    threads = [threading.Thread(target=read, args=(tmp_path / "a.npz", "x"))
+               for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(overlaps) == 4 and max(overlaps) == 1
