@@ -35,6 +35,7 @@ Results are merged into benchmarks/results/large_graphs.json under the step's na
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -124,10 +125,7 @@ def timed(cmd: list[str], extra_env=None, sample_memory: bool = False,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env(extra_env), cwd=ROOT, start_new_session=True)
     sampler = JobMemorySampler(proc.pid) if sample_memory else None
-    if sampler is not None:
-        with sampler:
-            stdout, stderr = _communicate(proc, timeout)
-    else:
+    with sampler or contextlib.nullcontext():
         stdout, stderr = _communicate(proc, timeout)
     proc = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
     wall = time.perf_counter() - start

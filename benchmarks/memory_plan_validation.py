@@ -54,6 +54,11 @@ def env(allocator: str = "retain") -> dict:
             "GNNSCALE_RETAIN_MEMORY": "1" if allocator == "retain" else "0"}
 
 
+def allocator_of(cell: dict) -> str:
+    """The allocator mode a cell ran with (cells stored before the option: ``retain``)."""
+    return cell.get("allocator", "retain")
+
+
 def planned(plan: dict, allocator: str) -> list:
     """The plan's per-rank peak for the allocator the run used."""
     key = "per_rank_peak_retained" if allocator == "retain" else "per_rank_peak"
@@ -156,7 +161,7 @@ def predict_cell(cell: dict, data, args) -> None:
     else:
         plan = plan_memory(shape, spec_of("gcn", data, args), work, partition_method=what,
                            mode="partition")
-    cell["predicted_bytes"] = planned(plan, cell.get("allocator", "retain"))
+    cell["predicted_bytes"] = planned(plan, allocator_of(cell))
     cell["predicted_phase"] = [max(plan["phases"], key=lambda k: plan["phases"][k][r])
                                for r in range(len(plan["per_rank_peak"]))]
     cell["relative_error"] = [p / m - 1 for p, m in zip(cell["predicted_bytes"],
@@ -170,8 +175,8 @@ def report(path) -> None:
     print("|---|---|---|---|---|---|")
     errors = []
     for c in sorted(result["cells"], key=lambda c: (c.get("scale", 18), c["cell"],
-                                                     c.get("allocator", ""))):
-        label = c["cell"] + (f", {c['allocator']}" if c["cell"].startswith("train") else "")
+                                                     allocator_of(c))):
+        label = c["cell"] + (f", {allocator_of(c)}" if c["cell"].startswith("train") else "")
         for r, (p, m) in enumerate(zip(c["predicted_bytes"], c["measured_bytes"])):
             errors.append(abs(p / m - 1))
             print(f"| {label} (R-MAT {c.get('scale', 18)}) | {r} | {p / 2**20:,.0f} | "
@@ -220,10 +225,9 @@ def main() -> None:
         print(f"{cell:<22} measured {np.round(np.array(row['measured_bytes']) / 2**20)} MiB "
               f"predicted {np.round(np.array(row['predicted_bytes']) / 2**20)} MiB "
               f"errors {np.round(errors, 3)} ({row['wall_s']:.0f} s)", flush=True)
-        same = (cell, args.scale, row.get("allocator", "retain"))
+        same = (cell, args.scale, allocator_of(row))
         results["cells"] = [c for c in results["cells"]
-                            if (c["cell"], c.get("scale"), c.get("allocator", "retain")) != same
-                            ] + [row]
+                            if (c["cell"], c.get("scale"), allocator_of(c)) != same] + [row]
         out.write_text(json.dumps(results, indent=1))
 
 

@@ -73,8 +73,8 @@ def read_csv_table(path, dtype, *, columns: int | None = None, rows: int | None 
         order: ``"C"`` (rows contiguous, e.g. features) or ``"F"`` (columns contiguous, e.g. an
             ``[E, 2]`` edge list whose two columns are used as separate arrays).
         cancel: a ``threading.Event``; once set, the read stops at the next batch with
-            :class:`gnnscale.data.background.Cancelled` (a loader reading this file in a background thread uses it
-            when its other work fails).
+            :class:`gnnscale.data.background.Cancelled` (a loader reading this file in a
+            background thread uses it when its other work fails).
 
     Raises:
         DataError: unreadable file, wrong column count, a value that is not a number.

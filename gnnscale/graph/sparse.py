@@ -40,10 +40,9 @@ def set_cpu_kernel(name: str) -> None:
 class _CSR:
     """One orientation of the matrix: the kernel's arrays, a torch CSR built lazily."""
 
-    def __init__(self, matrix: sp.csr_matrix, dtype: torch.dtype, device):
+    def __init__(self, matrix: sp.csr_matrix, dtype: torch.dtype):
         matrix.sort_indices()
         self.shape = matrix.shape
-        self.device = device
         self.indptr = matrix.indptr.astype(np.int64)
         index_dtype = np.int32 if matrix.shape[1] <= INT32_COLUMNS else np.int64
         self.indices = matrix.indices.astype(index_dtype, copy=False)
@@ -83,17 +82,19 @@ class _CSR:
 class SparseBlock:
     """A fixed sparse matrix ``A`` (rows x cols) that computes ``A @ X`` and ``A.T @ Y``.
 
-    The scipy matrix passed in is not kept; each orientation holds its own compact arrays.
+    The scipy matrix passed in is not kept; each orientation holds its own compact arrays. The
+    product runs where the dense operand lives (``device`` is accepted for the callers that
+    name it; a GPU copy of the matrix is made on first use).
     """
 
     def __init__(self, matrix: sp.spmatrix, dtype: torch.dtype = torch.float32, device="cpu"):
         matrix = sp.csr_matrix(matrix)
         self.shape = matrix.shape
         self.nnz = int(matrix.nnz)
-        self._forward = _CSR(matrix, dtype, device)
+        self._forward = _CSR(matrix, dtype)
         transposed = matrix.T.tocsr()
         del matrix
-        self._transpose = _CSR(transposed, dtype, device)
+        self._transpose = _CSR(transposed, dtype)
 
     @property
     def nbytes(self) -> int:
