@@ -1,12 +1,13 @@
 """Fast reading of header-less numeric CSV tables (``.csv`` or ``.csv.gz``) into numpy arrays.
 
 The OGB node-property files hold tens of millions of lines (``edge.csv.gz`` of ogbn-products:
-62M); :func:`read_csv_table` parses integer tables with the compiled parser of
-:mod:`gnnscale.data.int_csv` and float tables with pyarrow's CSV reader batch by batch (gzip
-inflated by ISA-L in a background thread, ``isal.igzip_threaded``) and copies each batch
-straight into one preallocated array of the final dtype (int64 ids, float32 features), so no
-Python objects and no float64 copy of the table are ever made: the peak is the result plus one
-batch. Any problem with the file (unreadable, truncated gzip, a row with
+62M); :func:`read_csv_table` parses them with the compiled parsers of
+:mod:`gnnscale.data.numeric_csv` (gzip inflated by ISA-L in a background thread,
+``isal.igzip_threaded``) window by window straight into one preallocated array of the final
+dtype (int64 ids, float32 features), so no Python objects and no float64 copy of the table are
+ever made: the peak is the result plus one window. Float tables whose values are mostly
+spellings the compiled parser leaves to Python (NaN, 18+ digits) go through pyarrow's CSV
+reader batch by batch instead. Any problem with the file (unreadable, truncated gzip, a row with
 another column count, a value that is not a number of the asked type) is one-line
 :class:`DataError` naming the file and the offending value.
 """
@@ -21,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from gnnscale.data.background import stop_if_cancelled
+from gnnscale.data.numeric_csv import TooManySlowValues, parse_numeric_table
 from gnnscale.errors import DataError
 
 # pyarrow parses blocks of this many bytes; one block's rows are converted at a time, so this
@@ -30,15 +32,7 @@ _PEEK_BYTES = 1 << 20  # the first line must fit in this many bytes (100k-featur
 _SHOWN = 80  # characters of a bad value or row quoted in an error
 
 
-def _arrow_type(dtype):
-    import pyarrow as pa
-
-    types = {np.dtype(np.int64): pa.int64(), np.dtype(np.float32): pa.float32(),
-             np.dtype(np.float64): pa.float64()}
-    try:
-        return types[np.dtype(dtype)]
-    except KeyError:
-        raise TypeError(f"read_csv_table reads int64, float32 or float64, not {dtype}") from None
+_DTYPES = (np.dtype(np.int64), np.dtype(np.float32), np.dtype(np.float64))
 
 
 def first_line(path: Path) -> bytes:
@@ -62,6 +56,8 @@ def read_csv_table(path, dtype, *, columns: int | None = None, rows: int | None 
                    order: str = "C", cancel=None) -> np.ndarray:
     """Read a header-less comma-separated numeric table (gzip by name) as a 2-D array.
 
+    Float values are read as the nearest float64 and cast to ``dtype`` (as ``np.loadtxt``).
+
     Args:
         path: a ``.csv`` or ``.csv.gz`` file; blank lines are skipped.
         dtype: ``np.int64``, ``np.float32`` or ``np.float64``. Float columns read ``nan`` (and
@@ -84,20 +80,23 @@ def read_csv_table(path, dtype, *, columns: int | None = None, rows: int | None 
 
     path = Path(path)
     dtype = np.dtype(dtype)
-    arrow_type = _arrow_type(dtype)
+    if dtype not in _DTYPES:
+        raise TypeError(f"read_csv_table reads int64, float32 or float64, not {dtype}")
     line = first_line(path)
     found = line.count(b",") + 1 if line else 0
     if found == 0:
         return np.empty((0, columns or 0), dtype=dtype, order=order)
     if columns is not None and found != columns:
         raise DataError(f"{path} should have {columns} column(s), found {found}")
-    if dtype == np.int64:
-        return _read_ints(path, found, rows, order, cancel)
+    try:
+        return _read_compiled(path, dtype, found, rows, order, cancel)
+    except TooManySlowValues:
+        pass  # mostly spellings the float kernel leaves to Python: pyarrow reads them faster
     # A row must fit in one pyarrow block: start at 4x the first row, grow if a row is longer.
     block = max(BLOCK_BYTES, 4 * len(line))
     for attempt in range(4):
         try:
-            return _read(path, dtype, arrow_type, found, rows, order, block, cancel)
+            return _read(path, dtype, found, rows, order, block, cancel)
         except pa.ArrowInvalid as exc:
             if "straddl" not in str(exc) or attempt == 3:
                 raise DataError(f"{path} is not a readable numeric CSV table: "
@@ -109,14 +108,15 @@ def read_csv_table(path, dtype, *, columns: int | None = None, rows: int | None 
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _read(path: Path, dtype, arrow_type, num_columns: int, rows, order: str, block: int,
-          cancel):
+def _read(path: Path, dtype, num_columns: int, rows, order: str, block: int, cancel):
+    """pyarrow's streaming reader, for float tables the compiled parser gives up on: values
+    are read as float64 and cast to ``dtype``, as the compiled parser does."""
+    import pyarrow as pa
     from pyarrow import csv
 
     names = [f"c{j}" for j in range(num_columns)]
     read = csv.ReadOptions(column_names=names, block_size=block)
-    convert = csv.ConvertOptions(column_types={n: arrow_type for n in names},
-                                 **({} if dtype.kind == "f" else {"null_values": []}))
+    convert = csv.ConvertOptions(column_types={n: pa.float64() for n in names})
     table = _Filling(num_columns, dtype, order, rows)
     with _decompressed(path) as source:
         reader = csv.open_csv(source, read_options=read, convert_options=convert,
@@ -127,19 +127,17 @@ def _read(path: Path, dtype, arrow_type, num_columns: int, rows, order: str, blo
     return table.result()
 
 
-def _read_ints(path: Path, columns: int, rows, order: str, cancel) -> np.ndarray:
-    """Integer tables go through the compiled parser of :mod:`gnnscale.data.int_csv`."""
+def _read_compiled(path: Path, dtype, columns: int, rows, order: str, cancel) -> np.ndarray:
+    """The compiled parser of :mod:`gnnscale.data.numeric_csv`."""
     from isal.isal_zlib import error as IsalError
-
-    from gnnscale.data.int_csv import parse_int_table
 
     def bad(message):
         return DataError(f"{path} is not a readable numeric CSV table: {message}")
 
     try:
         with _decompressed(path, as_stream=True) as source:
-            return parse_int_table(source, columns, rows, order, bad,
-                                   lambda: stop_if_cancelled(cancel, path))
+            return parse_numeric_table(source, dtype, columns, rows, order, bad,
+                                       lambda: stop_if_cancelled(cancel, path))
     except (OSError, EOFError, zlib.error, IsalError) as exc:
         raise bad(_describe(exc)) from None
 
@@ -158,7 +156,7 @@ def _decompressed(path: Path, as_stream: bool = False):
         return
     from isal import igzip_threaded
 
-    with igzip_threaded.open(path, "rb", threads=1) as handle:
+    with igzip_threaded.open(path, "rb", threads=1, block_size=8 << 20) as handle:
         yield handle
 
 

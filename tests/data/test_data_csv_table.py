@@ -120,9 +120,9 @@ def test_a_row_longer_than_a_block_is_read(tmp_path, small_blocks):
 @pytest.mark.parametrize("rows_hint", [None, 3, 2000])
 def test_integer_tables_across_windows_line_ends_and_blanks(tmp_path, monkeypatch, window,
                                                             rows_hint):
-    from gnnscale.data import int_csv
+    from gnnscale.data import numeric_csv
 
-    monkeypatch.setattr(int_csv, "WINDOW_BYTES", window)
+    monkeypatch.setattr(numeric_csv, "WINDOW_BYTES", window)
     rng = np.random.default_rng(3)
     ids = rng.integers(-2**62, 2**62, size=(1500, 3))
     ids[:5] = [[0, 0, 0], [9223372036854775807, -1, 1], [7, 8, 9], [1, 2, 3], [-5, 5, 0]]
@@ -142,17 +142,77 @@ def test_integer_tables_across_windows_line_ends_and_blanks(tmp_path, monkeypatc
             assert got.flags.c_contiguous if order == "C" else got.flags.f_contiguous
 
 
-@pytest.mark.parametrize("text, message", [
-    ("1,2\n3,4\n5,-\n", "line 3: invalid value '-' for int64"),
-    ("1,2\n\n3,4 5\n", "line 3: invalid value '4 5'"),
-    ("1,2\n3,4,5\n", "line 2: Expected 2 columns, got 3: 3,4,5"),
-    ("1,2\n3,0x10\n", "line 2: invalid value '0x10'"),
-    ("1,2\n-9223372036854775809,1\n", "line 2: invalid value '-9223372036854775809'"),
+@pytest.mark.parametrize("text, dtype, message", [
+    ("1,2\n3,4\n5,-\n", np.int64, "line 3: invalid value '-' for int64"),
+    ("1,2\n\n3,4 5\n", np.int64, "line 3: invalid value '4 5'"),
+    ("1,2\n3,4,5\n", np.int64, "line 2: Expected 2 columns, got 3: 3,4,5"),
+    ("1,2\n3,0x10\n", np.int64, "line 2: invalid value '0x10'"),
+    ("1,2\n-9223372036854775809,1\n", np.int64, "line 2: invalid value '-9223372036854775809'"),
+    ("1,2\n3,abc\n", np.float32, "line 2: invalid value 'abc' for float32"),
+    ("1,2\n\n3,1_0\n", np.float32, "line 3: invalid value '1_0' for float32"),
+    ("1,2\n3,0x10\n", np.float64, "line 2: invalid value '0x10' for float64"),
+    ("1,2\n3,1e\n", np.float32, "line 2: invalid value '1e'"),
+    ("1,2\n3,1.5.3\n", np.float32, "line 2: invalid value '1.5.3'"),
+    ("1,2\n3,- 1\n", np.float32, "line 2: invalid value '- 1'"),
+    ("1,2\n3,4,5\n", np.float32, "line 2: Expected 2 columns, got 3: 3,4,5"),
+    ("1,2\n3\n", np.float32, "line 2: Expected 2 columns, got 1: 3"),
 ])
-def test_integer_errors_name_the_line_and_value(tmp_path, monkeypatch, text, message):
-    from gnnscale.data import int_csv
+def test_errors_name_the_line_and_value(tmp_path, monkeypatch, text, dtype, message):
+    from gnnscale.data import numeric_csv
 
-    monkeypatch.setattr(int_csv, "WINDOW_BYTES", 8)  # the bad line sits in a later window
+    monkeypatch.setattr(numeric_csv, "WINDOW_BYTES", 8)  # the bad line sits in a later window
     path = _write(tmp_path / "e.csv", text)
     with pytest.raises(DataError, match=f"e.csv is not a readable numeric CSV table: {message}"):
-        read_csv_table(path, np.int64, columns=2)
+        read_csv_table(path, dtype, columns=2)
+
+
+def _float_spellings(rng, count):
+    """Decimal spellings of floats in the formats people write, and what each must read as
+    (Python's correctly rounded ``float``; pyarrow's null spellings as NaN)."""
+    values = (rng.standard_normal(count) * 10.0 ** rng.integers(-30, 30, count)).tolist()
+    formats = [lambda v: repr(float(np.float32(v))), repr, "{:.6f}".format, "{:g}".format,
+               "{:e}".format, "{:.18e}".format, "{:.3E}".format, lambda v: f"+{abs(v):.4f}",
+               lambda v: f"{v:.5f}".replace("0.", ".", 1), lambda v: f"000{abs(v):.2f}",
+               lambda v: f"{round(v)}.", lambda v: f" {v:.3g}\t"]
+    texts = [formats[i % len(formats)](v) for i, v in enumerate(values)]
+    texts[:12] = ["nan", "NA", "", "-inf", "Infinity", "-0", "1e-400", "1e400", "0e999",
+                  "4.9406564584124654e-324", "123456789012345678901234567890", "0.1e+2"]
+    expected = [float(t) if t.strip() not in ("nan", "NA", "") else np.nan for t in texts]
+    return texts, np.array(expected)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("window", [23, 1 << 20])
+def test_float_tables_read_the_nearest_float64_cast_to_the_dtype(tmp_path, monkeypatch, dtype,
+                                                                 window):
+    from gnnscale.data import numeric_csv
+
+    monkeypatch.setattr(numeric_csv, "WINDOW_BYTES", window)
+    texts, expected = _float_spellings(np.random.default_rng(5), 3000)
+    lines = [",".join(texts[i:i + 3]) for i in range(0, len(texts), 3)]
+    lines[7] += "\r"
+    lines.insert(40, "  ")  # a blank line is skipped
+    path = _write(tmp_path / "f.csv.gz", "\n".join(lines))  # no line end after the last row
+    got = read_csv_table(path, dtype)
+    want = expected.reshape(-1, 3).astype(dtype)
+    assert got.dtype == dtype and got.shape == want.shape
+    assert np.array_equal(got, want, equal_nan=True)
+    assert np.array_equal(np.signbit(got), np.signbit(want))  # "-0" is -0.0
+
+
+def test_float_tables_full_of_slow_spellings_are_read_by_pyarrow_alike(tmp_path, monkeypatch):
+    """Past the slow-value allowance the table is read again by pyarrow, to the same values."""
+    from gnnscale.data import csv_table, numeric_csv
+
+    values = np.random.default_rng(6).standard_normal((400, 5))
+    path = tmp_path / "long.csv"
+    np.savetxt(path, values, delimiter=",")  # "%.18e": 19 digits, all slow
+    fast = read_csv_table(path, np.float64)
+    monkeypatch.setattr(numeric_csv, "SLOW_VALUES_ALLOWED", 10)
+    used = []
+    real = csv_table._read
+    monkeypatch.setattr(csv_table, "_read", lambda *a, **k: used.append(1) or real(*a, **k))
+    again = read_csv_table(path, np.float64)
+    assert used and np.array_equal(fast, again) and np.array_equal(fast, values)
+
+

@@ -86,26 +86,26 @@ def test_damaged_folders(tmp_path, graph, damage, message):
 
 def test_a_failed_edge_file_stops_the_feature_parse_running_beside_it(tmp_path, monkeypatch):
     """The feature table parses in a background thread while the edges load; an edge error is
-    reported as such, the feature parse stops at its next batch, and no thread is left."""
+    reported as such, the feature parse stops at its next window, and no thread is left."""
     import threading
     import time
 
-    from gnnscale.data import csv_table
+    from gnnscale.data import csv_table, numeric_csv
 
-    monkeypatch.setattr(csv_table, "BLOCK_BYTES", 1 << 10)  # many batches: a cancel point each
+    monkeypatch.setattr(numeric_csv, "WINDOW_BYTES", 1 << 10)  # many windows: a cancel point each
     big = generate_sbm(num_nodes=3000, num_classes=3, num_features=16, seed=4)
     folder = write_ogb(tmp_path / "big", big)
     _csv(folder / "raw" / "edge.csv.gz", [[0, 5], [1, "x"]], "%s")
     batches = []
-    real_add = csv_table._Filling.add
+    real_kernel = numeric_csv.parse_floats
 
-    def slow_add(self, batch):  # a feature batch takes 5 ms: the whole table about 2 s
-        if self.num_columns == 16:
-            batches.append(batch.num_rows)
+    def slow_kernel(buf, end, out, row, columns, slow):  # 5 ms a window: the table about 2 s
+        if columns == 16:
+            batches.append(end)
             time.sleep(0.005)
-        real_add(self, batch)
+        return real_kernel(buf, end, out, row, columns, slow)
 
-    monkeypatch.setattr(csv_table._Filling, "add", slow_add)
+    monkeypatch.setattr(numeric_csv, "parse_floats", slow_kernel)
     csv_table.read_csv_table(folder / "raw" / "node-feat.csv.gz", np.float32)
     whole = len(batches)
     batches.clear()
