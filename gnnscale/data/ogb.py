@@ -15,9 +15,8 @@ usually does (the ``ogb`` loader itself adds reverse edges only for some dataset
 (``ogbn-proteins``) and heterogeneous ones (``ogbn-mag``) are not supported. Without
 ``node-feat`` the features are generated (:func:`gnnscale.data.features.synthetic_node_data`).
 
-The CSV files are parsed by :func:`gnnscale.data.csv_table.read_csv_table` (integer tables by
-a compiled parser, float tables by pyarrow batch by batch, straight into int64 ids and float32
-features); the feature table is read in a background thread while the edges become the CSR
+The CSV files are parsed by :func:`gnnscale.data.csv_table.read_csv_table` (compiled parsers
+window by window, straight into int64 ids and float32 features); the feature table is read in a background thread while the edges become the CSR
 when all of it fits in memory at once (:mod:`gnnscale.data.background`). Labels that are
 ``nan`` mark unlabelled nodes (``y = -1``); a split that lists one is refused. The binary
 layout of the large sets (``ogbn-papers100M`` from ``papers100M-bin.zip``: ``raw/data.npz``,
