@@ -16,9 +16,10 @@ usually does (the ``ogb`` loader itself adds reverse edges only for some dataset
 ``node-feat`` the features are generated (:func:`gnnscale.data.features.synthetic_node_data`).
 
 The CSV files are parsed by :func:`gnnscale.data.csv_table.read_csv_table` (compiled parsers
-window by window, straight into int64 ids and float32 features); the feature table is read in a background thread while the edges become the CSR
-when all of it fits in memory at once (:mod:`gnnscale.data.background`). Labels that are
-``nan`` mark unlabelled nodes (``y = -1``); a split that lists one is refused. The binary
+window by window, straight into int64 ids and float32 features); the feature table is read
+in a background thread while the edges become the CSR when all of it fits in memory at once
+(:mod:`gnnscale.data.background`). Labels that are ``nan`` mark unlabelled nodes (``y = -1``);
+a split that lists one is refused. The binary
 layout of the large sets (``ogbn-papers100M`` from ``papers100M-bin.zip``: ``raw/data.npz``,
 ``raw/node-label.npz``) is read by :mod:`gnnscale.data.ogb_binary`; :func:`load_ogb` hands
 such a folder to it.
