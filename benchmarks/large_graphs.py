@@ -23,7 +23,9 @@ Steps:
   rmat21-inmemory  `mpirun -n 4 gnnscale train --dataset CONVERTED` (every rank maps the graph,
                    rank 0 partitions) against the same run in one process: peak RSS per rank,
                    their sum, the job's peak total PSS (all its processes sampled together,
-                   benchmarks/job_memory.py), and the ratios to the one-process run.
+                   benchmarks/job_memory.py), and the ratios to the one-process run;
+                   ``--allocator lean`` runs both with glibc's allocator defaults
+                   (GNNSCALE_RETAIN_MEMORY=0; key suffix ``/lean``).
   rmat21-peers     DGL 2.1.0 and PyG (CSR adjacency) in one process on the same graph and
                    models (benchmarks/large_graph_peer.py), as installed and with the allocator
                    setting gnnscale gives itself (GLIBC_TUNABLES below).
@@ -71,6 +73,9 @@ def parse_args(argv=None):
     parser.add_argument("--keep", action="store_true", help="keep the rmat24 folders")
     parser.add_argument("--partitioner", default="metis", help="for the rmat21-inmemory step")
     parser.add_argument("--balance", default=None, help="balance targets (rmat21-inmemory)")
+    parser.add_argument("--allocator", choices=["retain", "lean"], default="retain",
+                        help="rmat21-inmemory: the trainer's default (freed memory kept for "
+                             "reuse) or glibc's defaults (GNNSCALE_RETAIN_MEMORY=0) in both runs")
     parser.add_argument("--memory-limit-gib", type=float, default=None,
                         help="run each command in a cgroup (v1 memory controller) with this "
                              "limit, so a run that does not fit is killed alone instead of "
@@ -202,7 +207,8 @@ def step_rmat21_prepare(args, work: Path) -> dict:
 
 
 def train_run(nprocs: int | None, source: list[str], model: str, epochs: int, out: Path,
-              layers: int = 3, hidden: int = 256, sample_memory: bool = False) -> dict:
+              layers: int = 3, hidden: int = 256, sample_memory: bool = False,
+              extra_env=None) -> dict:
     cmd = gnnscale("train", *source, "--model", model, "--layers", str(layers), "--hidden",
                    str(hidden), "--epochs", str(epochs), "--metrics-out", str(out),
                    "--no-progress", "--log-every", "1")
@@ -210,7 +216,7 @@ def train_run(nprocs: int | None, source: list[str], model: str, epochs: int, ou
         cmd.append("--ignore-memory-plan")
     if nprocs:
         cmd = [str(BIN / "mpirun"), "-n", str(nprocs), "--oversubscribe", *cmd]
-    run = timed(cmd, sample_memory=sample_memory)
+    run = timed(cmd, extra_env=extra_env, sample_memory=sample_memory)
     records = [json.loads(line) for line in out.read_text().splitlines()]
     epochs_ = [r for r in records if "summary" not in r]
     summary = [r for r in records if r.get("summary")][-1]
@@ -254,16 +260,19 @@ def step_rmat21_one_process(args, work: Path) -> dict:
 def step_rmat21_inmemory(args, work: Path) -> dict:
     graph = work / "rmat21"
     balance = ["--balance", args.balance] if args.balance else []
+    allocator = {"GNNSCALE_RETAIN_MEMORY": "0"} if args.allocator == "lean" else None
     runs = {"ranks_4": train_run(4, ["--dataset", str(graph), "--partitioner",
                                      args.partitioner, *balance], "gcn", 2, work / "mem4.jsonl",
-                                 layers=2, hidden=args.hidden, sample_memory=True),
+                                 layers=2, hidden=args.hidden, sample_memory=True,
+                                 extra_env=allocator),
             "one_process": train_run(None, ["--dataset", str(graph)], "gcn", 2,
                                      work / "mem1.jsonl", layers=2, hidden=args.hidden,
-                                     sample_memory=True)}
+                                     sample_memory=True, extra_env=allocator)}
     one = runs["one_process"]["peak_rss_bytes"]
     ranks = [r["peak_rss_mb"] * 2**20 for r in runs["ranks_4"]["per_rank"]]
     runs["config"] = {"model": "gcn", "layers": 2, "hidden": args.hidden,
-                      "partitioner": args.partitioner, "balance": args.balance}
+                      "partitioner": args.partitioner, "balance": args.balance,
+                      "allocator": args.allocator}
     job = {name: runs[name]["job_memory"]["peak_total_pss_bytes"]
            for name in ("ranks_4", "one_process")}
     runs["ratios"] = {"max_rank_over_one_process": max(ranks) / one,
@@ -315,7 +324,8 @@ def main() -> None:
     out = Path(args.out)
     report = json.loads(out.read_text()) if out.exists() else {"benchmark": "large_graphs"}
     key = args.step if args.step != "rmat21-inmemory" else \
-        f"{args.step}/{args.partitioner}/{args.balance or 'nodes'}"
+        f"{args.step}/{args.partitioner}/{args.balance or 'nodes'}" + \
+        ("/lean" if args.allocator == "lean" else "")
     report[key] = result
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=1))

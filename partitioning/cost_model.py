@@ -34,6 +34,14 @@ partial sums -> masters) around its local product, without overlap.
 Every term is multiplied by ``s = max(1, ranks_per_host x cores_per_rank / host_cores)``
 (oversubscription) and gets ``layer_overhead_s`` (Python and autograd per layer and pass).
 
+**Caches.** A rank's share of its host's last-level cache is ``C = cache_bytes / ranks on the
+host``. Each op's constant moves from the one calibrated on cached data to the one calibrated
+on data beyond the cache (``gamma_edge_mem``, ...) as its working set ``S`` grows:
+``g = g_cached + f (g_mem - g_cached)``, ``f = clip((S - C) / 3C, 0, 1)``. ``S`` is the rows
+an aggregation gathers ``4 w (N_p + halo_p)`` (GAT's gathers likewise), or the array an
+elementwise op passes over. A dense transform costs ``max(g_flop 2 N a c, g_byte f 4 N (a +
+c))``: its flops, or the bytes it streams where they leave the cache.
+
 **Step**: each exchange synchronises the ranks, so every layer costs its slowest rank::
 
     T_fwd = sum_l max_p F_p(l),   T_bwd = sum_l max_p B_p(l)
@@ -64,6 +72,9 @@ __all__ = ["CostModel", "Cluster", "Network", "ModelSpec", "predict", "COMPUTE_K
            "MODELS"]
 
 COMPUTE_KEYS = ("gamma_edge", "gamma_flop", "gamma_elem", "gamma_gather")
+# Optional per thread count: the same work with its data beyond the last-level cache
+# (``gamma_byte``: seconds per byte a dense transform streams from memory).
+MEMORY_KEYS = ("gamma_edge_mem", "gamma_elem_mem", "gamma_gather_mem", "gamma_byte")
 GLOBAL_KEYS = ("shm_alpha", "shm_beta", "layer_overhead_s")
 MODELS = ("gcn", "sage", "gat")
 DEFAULT_COMPUTE = {"gamma_edge": 1.5e-9, "gamma_flop": 5e-11, "gamma_elem": 1e-9,
@@ -168,8 +179,16 @@ class CostModel:
             elementwise op), ``gamma_gather`` (per value of a row gather or scatter-add).
         shm_alpha: cost per message of a shared-memory alltoallv (s).
         shm_beta: cost per byte of a shared-memory alltoallv (s/B).
+            Optionally the same work with its data beyond the last-level cache:
+            ``gamma_edge_mem``, ``gamma_elem_mem``, ``gamma_gather_mem``, and ``gamma_byte``
+            (per byte a dense transform reads and writes from memory); absent ones equal
+            the cached constants (``gamma_byte``: 0).
+        shm_alpha: cost per message of a shared-memory alltoallv (s).
+        shm_beta: cost per byte of a shared-memory alltoallv (s/B).
         layer_overhead_s: fixed cost per layer and pass (Python, autograd, allocation).
         bytes_per_value: bytes of a feature value on the wire (4: float32).
+        cache_bytes: last-level cache of a host, shared by its ranks (0: no cache model, the
+            cached constants for every size).
     """
 
     compute: dict = field(default_factory=lambda: {1: dict(DEFAULT_COMPUTE)})
@@ -177,6 +196,7 @@ class CostModel:
     shm_beta: float = 2e-10
     layer_overhead_s: float = 1e-4
     bytes_per_value: int = 4
+    cache_bytes: float = 0.0
 
     def __post_init__(self):
         self.compute = {int(t): dict(v) for t, v in self.compute.items()}
@@ -187,33 +207,48 @@ class CostModel:
                 raise PartitionError(f"cost model: thread count {threads} must be >= 1")
             for key in COMPUTE_KEYS:
                 _check_constant(f"compute[{threads}].{key}", values.get(key))
+            unknown = sorted(set(values) - set(COMPUTE_KEYS) - set(MEMORY_KEYS))
+            if unknown:
+                raise PartitionError(f"cost model: unknown constant compute[{threads}]."
+                                     f"{unknown[0]}")
+            for key in MEMORY_KEYS:
+                if key in values:
+                    _check_constant(f"compute[{threads}].{key}", values[key])
         for key in GLOBAL_KEYS:
             _check_constant(key, getattr(self, key))
+        _check_constant("cache_bytes", self.cache_bytes)
 
     def constants_for(self, threads: int) -> dict:
-        """Compute constants for ``threads`` threads (see the module docstring)."""
+        """Compute constants for ``threads`` threads (see the module docstring), the memory
+        ones filled in from the cached ones where absent."""
         if threads in self.compute:
-            return self.compute[threads]
-        below = [t for t in self.compute if t <= threads]
-        base = max(below) if below else min(self.compute)
-        return {k: v * base / threads for k, v in self.compute[base].items()}
+            base, factor = threads, 1.0
+        else:
+            below = [t for t in self.compute if t <= threads]
+            base = max(below) if below else min(self.compute)
+            factor = base / threads
+        values = {"gamma_byte": 0.0, **{f"{k}_mem": self.compute[base][k] for k in
+                                        ("gamma_edge", "gamma_elem", "gamma_gather")},
+                  **self.compute[base]}
+        return {k: v * factor for k, v in values.items()}
 
     def to_dict(self) -> dict:
         """JSON-friendly constants (thread counts as string keys)."""
         return {"compute": {str(t): dict(v) for t, v in sorted(self.compute.items())},
                 **{k: getattr(self, k) for k in GLOBAL_KEYS},
-                "bytes_per_value": self.bytes_per_value}
+                "bytes_per_value": self.bytes_per_value, "cache_bytes": self.cache_bytes}
 
     @classmethod
     def from_dict(cls, values: dict) -> "CostModel":
         """Inverse of :meth:`to_dict`; unknown, missing or negative constants are refused."""
         if not isinstance(values, dict):
             raise PartitionError(f"cost model must be a JSON object, got {type(values).__name__}")
-        known = {"compute", "bytes_per_value", *GLOBAL_KEYS}
+        optional = {"bytes_per_value", "cache_bytes"}
+        known = {"compute", *optional, *GLOBAL_KEYS}
         unknown = sorted(set(values) - known)
         if unknown:
             raise PartitionError(f"cost model: unknown constant {unknown[0]!r}")
-        missing = sorted(known - set(values) - {"bytes_per_value"})
+        missing = sorted(known - set(values) - optional)
         if missing:
             raise PartitionError(f"cost model: missing constant {missing[0]!r}")
         compute = values["compute"]
@@ -225,7 +260,8 @@ class CostModel:
             raise PartitionError(f"cost model: thread counts must be integers, got "
                                  f"{sorted(compute)}") from None
         return cls(compute=compute, **{k: values[k] for k in GLOBAL_KEYS},
-                   bytes_per_value=int(values.get("bytes_per_value", 4)))
+                   bytes_per_value=int(values.get("bytes_per_value", 4)),
+                   cache_bytes=values.get("cache_bytes", 0.0))
 
     def save(self, path) -> None:
         """Write the constants as JSON."""
@@ -307,37 +343,67 @@ def allreduce_time(nbytes: float, parts: int, cluster: Cluster, model: CostModel
             + _ring(hosts, nbytes, net.latency_s, 1.0 / net.bandwidth_Bps))
 
 
+def _beyond_cache(working_set, cache: float):
+    """Fraction of an op's data that comes from memory: 0 while its working set (bytes, per
+    rank) fits the rank's share of the last-level cache, 1 from four times that on."""
+    working_set = np.asarray(working_set, dtype=np.float64)
+    if cache <= 0:
+        return np.zeros_like(working_set)
+    return np.clip((working_set - cache) / (3.0 * cache), 0.0, 1.0)
+
+
+def _rate(k: dict, key: str, working_set, cache: float):
+    """Seconds per unit of ``key``'s work for that working set: between the cached constant
+    and the one measured beyond the cache (``<key>_mem``)."""
+    return k[key] + _beyond_cache(working_set, cache) * (k[f"{key}_mem"] - k[key])
+
+
+def _dense(k: dict, rows, a: int, c: int, cache: float):
+    """A ``rows x a`` by ``a x c`` product: its flops, or the bytes it streams (input and
+    output) where they do not fit the cache, whichever takes longer."""
+    moved = 4.0 * rows * (a + c)
+    return np.maximum(k["gamma_flop"] * 2.0 * rows * a * c,
+                      k["gamma_byte"] * moved * _beyond_cache(moved, cache))
+
+
 def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
-                 training: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(forward, backward, exposed exchange) per rank for one layer, before oversubscription."""
+                 training: bool, cache: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(forward, backward, exposed exchange) per rank for one layer, before oversubscription;
+    ``cache``: each rank's share of its host's last-level cache (bytes)."""
     a, c = spec.widths[layer], spec.widths[layer + 1]
     n, ein, eb = w["nodes"], w["inner_edges"], w["boundary_edges"]
+    halo = np.asarray(w["recv_rows"], dtype=np.float64).sum(1)
     first, last = layer == 0, layer == spec.layers - 1
-    elem = n * c * (1 if last else 2) + (n * a if training and first and spec.dropout else 0)
+    out_elems = n * c * (1 if last else 2)
+    in_elems = n * a if training and first and spec.dropout else 0 * n
+    elementwise = (_rate(k, "gamma_elem", 4.0 * n * c, cache) * out_elems
+                   + _rate(k, "gamma_elem", 4.0 * n * a, cache) * in_elems)
     if spec.name == "gat":
         heads = spec.heads[layer]
         xf = xchg(c + heads)  # GAT waits for it: no overlap
         edges = ein + eb + n
-        edge_work = k["gamma_gather"] * edges * c * 3 + k["gamma_elem"] * edges * heads * 8
-        dense = k["gamma_flop"] * 2 * n * a * c
-        fwd = dense + xf + edge_work + k["gamma_elem"] * elem
-        bwd = dense * (1 if first else 2) + xf + 2 * edge_work + 2 * k["gamma_elem"] * elem
+        edge_work = (_rate(k, "gamma_gather", 4.0 * (n + halo) * c, cache) * edges * c * 3
+                     + _rate(k, "gamma_elem", 4.0 * edges * heads, cache) * edges * heads * 8)
+        dense = _dense(k, n, a, c, cache)
+        fwd = dense + xf + edge_work + elementwise
+        bwd = dense * (1 if first else 2) + xf + 2 * edge_work + 2 * elementwise
         return fwd, bwd, xf + xf
     width = min(a, c)
     transform_first = c < a
     mult = 2 if spec.name == "sage" else 1
-    dense = k["gamma_flop"] * 2 * n * a * c * mult
+    dense = _dense(k, n, a, c, cache) * mult
     self_loops = n if spec.name == "gcn" else 0
-    inner = k["gamma_edge"] * (ein + self_loops) * width
-    bnd = k["gamma_edge"] * eb * width
+    per_edge = _rate(k, "gamma_edge", 4.0 * width * (n + halo), cache)
+    inner = per_edge * (ein + self_loops) * width
+    bnd = per_edge * eb * width
     x = xchg(width)
     if w["kind"] == "vertex_cut":
         agg_f, exposed = x + inner + x, 2 * x
     else:
         agg_f, exposed = np.maximum(inner, x) + bnd, np.maximum(0.0, x - inner)
-    fwd = dense + agg_f + k["gamma_elem"] * elem
+    fwd = dense + agg_f + elementwise
     needs_agg_grad = not first or transform_first
-    bwd = dense * (1 if first else 2) + 2 * k["gamma_elem"] * elem
+    bwd = dense * (1 if first else 2) + 2 * elementwise
     if needs_agg_grad:
         bwd = bwd + agg_f
         exposed = exposed * 2
@@ -362,10 +428,13 @@ def predict(workload: dict, spec: ModelSpec, cluster: Cluster | None = None,
     k = {key: v * slow for key, v in model.constants_for(cluster.cores_per_rank).items()}
     xchg = _Exchange(workload["recv_rows"], cluster, model, slow)
     overhead = model.layer_overhead_s * slow
+    sharing = p if cluster.ranks_per_host is None or cluster.simulated \
+        else min(p, cluster.ranks_per_host)
+    cache = model.cache_bytes / sharing
     fwd, bwd, ev, exposed = [], [], [], []
     for layer in range(spec.layers):
-        f, b, x = _layer_times(workload, spec, layer, k, xchg, True)
-        fe, _, _ = _layer_times(workload, spec, layer, k, xchg, False)
+        f, b, x = _layer_times(workload, spec, layer, k, xchg, True, cache)
+        fe, _, _ = _layer_times(workload, spec, layer, k, xchg, False, cache)
         fwd.append(f + overhead)
         bwd.append(b + overhead)
         ev.append(fe + overhead)
@@ -386,10 +455,12 @@ def predict(workload: dict, spec: ModelSpec, cluster: Cluster | None = None,
     t_bwd = clock
     ar_exposed = max(0.0, comm_free - t_bwd)
     optimizer = 12 * sum(spec.layer_weights()) * k["gamma_elem"]
-    loss = k["gamma_elem"] * 10 * float(np.max(workload["train_nodes"])) * spec.widths[-1]
+    logits = 4.0 * float(np.max(workload["nodes"])) * spec.widths[-1]
+    per_logit = float(_rate(k, "gamma_elem", logits, cache))
+    loss = per_logit * 10 * float(np.max(workload["train_nodes"])) * spec.widths[-1]
     step = t_fwd + t_bwd + ar_exposed + optimizer + loss
     t_eval = float(sum(e.max() for e in ev)) + allreduce_time(64, p, cluster, model, slow) \
-        + k["gamma_elem"] * 10 * float(np.max(workload["nodes"])) * spec.widths[-1]
+        + per_logit * 10 * float(np.max(workload["nodes"])) * spec.widths[-1]
     rank_step = sum(fwd) + sum(bwd)
     slowest = int(np.argmax(rank_step))
     phases = [(float(fwd[l].max()), l, "forward") for l in range(spec.layers)] + \

@@ -3,7 +3,10 @@
 Compute constants per thread count (1, 2, 4, ... up to the cores of this host): the CSR
 aggregation kernel the engine uses (``gamma_edge``, per edge x feature), dense GEMMs
 (``gamma_flop``), an elementwise op (``gamma_elem``) and a row gather + scatter-add
-(``gamma_gather``, GAT's per-edge work). Each is the median of several runs of several sizes,
+(``gamma_gather``, GAT's per-edge work), each on data that stays in the cache and again on
+data four times the last-level cache (``*_mem``; ``gamma_byte``: seconds per byte a skinny
+GEMM streams from memory), with the last-level cache's size (``cache_bytes``) recorded for
+the model to choose between them. Each is the median of several runs of several sizes,
 fitted through the origin. ``layer_overhead_s``: a 2-layer GCN training step on a 64-node graph,
 per layer and pass. Shared-memory ``alltoallv`` latency and bandwidth: a 2-rank ``mpirun`` of
 this module (``python -m gnnscale.cli.calibrate --alltoallv``), alpha from the smallest message
@@ -38,46 +41,92 @@ def _through_origin(work, seconds) -> float:
     return float(max(0.0, (work @ seconds) / (work @ work)))
 
 
-def compute_constants(threads: int, scale: float = 1.0) -> dict:
-    """``gamma_*`` constants with ``threads`` torch threads (``scale`` shrinks the sizes)."""
+def last_level_cache_bytes() -> int:
+    """Size of this host's largest CPU cache (Linux sysfs), or 32 MiB where it cannot be read."""
+    sizes = []
+    for entry in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
+        try:
+            text = entry.read_text().strip().upper()
+            unit = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+            sizes.append(int(text.rstrip("KMG")) * unit)
+        except (OSError, ValueError):
+            continue
+    return max(sizes) if sizes else 32 << 20
+
+
+def compute_constants(threads: int, scale: float = 1.0, cache_bytes: int | None = None) -> dict:
+    """``gamma_*`` constants with ``threads`` torch threads: each op on data that stays in the
+    cache (sizes shrunk by ``scale``) and, for the ``*_mem`` ones and ``gamma_byte``, on data
+    four times ``cache_bytes`` (default: this host's last-level cache), whatever ``scale``.
+    Freed memory is kept for reuse as the trainer keeps it, so no timing pays page faults."""
+    from ..engine.memory import retain_freed_memory
+
+    retain_freed_memory()
+    torch.set_num_threads(threads)
+    cached = _constants_at(lambda n: max(1000, int(n * scale)), cached=True)
+    beyond = 4 * (cache_bytes or last_level_cache_bytes())
+    memory = _constants_at(lambda n: n, cached=False, working_set=beyond)
+    return {**cached, **memory}
+
+
+def _constants_at(size, cached: bool, working_set: int = 0) -> dict:
+    """The constants of :func:`compute_constants` at one set of sizes."""
     import scipy.sparse as sp
 
     from ..graph.sparse import SparseBlock
 
-    torch.set_num_threads(threads)
     rng = np.random.default_rng(0)
+    suffix = "" if cached else "_mem"
+    if cached:
+        aggregations = [(size(n), deg, w) for n, deg, w in
+                        ((20000, 10, 16), (20000, 20, 64), (50000, 10, 128))]
+        elements = [max(1 << 14, size(n)) for n in (1 << 18, 1 << 20, 1 << 22)]
+        gathered = [(size(rows), w) for rows, w in ((20000, 16), (100000, 64))]
+    else:  # every gathered row, array or table four times the cache
+        aggregations = [(working_set // (4 * w), 8, w) for w in (32, 64)]
+        elements = [working_set // 4]
+        gathered = [(working_set // (4 * 64), 64)]
     agg_work, agg_s = [], []
-    for n, deg, width in ((20000, 10, 16), (20000, 20, 64), (50000, 10, 128)):
-        n = max(1000, int(n * scale))
+    for n, deg, width in aggregations:
         e = n * deg
         matrix = sp.csr_matrix((np.ones(e, np.float32), (rng.integers(0, n, e),
                                                          rng.integers(0, n, e))), shape=(n, n))
         block, x = SparseBlock(matrix), torch.randn(n, width)
         agg_work.append(matrix.nnz * width)
         agg_s.append(_median_time(lambda: block.matmul(x)))
-    flops, flop_s = [], []
-    for n, a, b in ((20000, 64, 64), (20000, 256, 128), (50000, 128, 16)):
-        n = max(1000, int(n * scale))
-        left, right = torch.randn(n, a), torch.randn(a, b)
-        flops.append(2.0 * n * a * b)
-        flop_s.append(_median_time(lambda: left @ right))
-    elems, elem_s, gathers, gather_s = [], [], [], []
-    for n in (1 << 18, 1 << 20, 1 << 22):
-        n = max(1 << 14, int(n * scale))
-        x = torch.randn(n)
+        del matrix, block, x
+    elems, elem_s = [], []
+    for n in elements:
+        x, out = torch.randn(n), torch.empty(n)
         elems.append(n)
-        elem_s.append(_median_time(lambda: torch.relu(x)))
-    for rows, width in ((20000, 16), (100000, 64)):
-        rows = max(1000, int(rows * scale))
+        elem_s.append(_median_time(lambda: torch.clamp_min(x, 0.0, out=out)))
+    gathers, gather_s = [], []
+    for rows, width in gathered:
         src = torch.randn(rows, width)
         index = torch.from_numpy(rng.integers(0, rows, 4 * rows))
         out = torch.zeros(rows, width)
         gathers.append(2 * 4 * rows * width)  # one gather + one scatter-add per edge value
         gather_s.append(_median_time(lambda: out.index_add_(0, index, src.index_select(0, index))))
-    return {"gamma_edge": _through_origin(agg_work, agg_s),
-            "gamma_flop": _through_origin(flops, flop_s),
-            "gamma_elem": _through_origin(elems, elem_s),
-            "gamma_gather": _through_origin(gathers, gather_s)}
+    constants = {f"gamma_edge{suffix}": _through_origin(agg_work, agg_s),
+                 f"gamma_elem{suffix}": _through_origin(elems, elem_s),
+                 f"gamma_gather{suffix}": _through_origin(gathers, gather_s)}
+    if cached:
+        flops, flop_s = [], []
+        for n, a, b in ((20000, 64, 64), (20000, 256, 128), (50000, 128, 16)):
+            n = size(n)
+            left, right, out = torch.randn(n, a), torch.randn(a, b), torch.empty(n, b)
+            flops.append(2.0 * n * a * b)
+            flop_s.append(_median_time(lambda: torch.mm(left, right, out=out)))
+        constants["gamma_flop"] = _through_origin(flops, flop_s)
+    else:  # skinny products that stream their input from memory: seconds per byte moved
+        moved, moved_s = [], []
+        for a, b in ((128, 16), (64, 64)):
+            n = working_set // (4 * a)
+            left, right, out = torch.randn(n, a), torch.randn(a, b), torch.empty(n, b)
+            moved.append(4.0 * n * (a + b))
+            moved_s.append(_median_time(lambda: torch.mm(left, right, out=out)))
+        constants["gamma_byte"] = _through_origin(moved, moved_s)
+    return constants
 
 
 def layer_overhead(threads: int = 1) -> float:
@@ -175,10 +224,11 @@ def calibrate(max_threads: int | None = None, scale: float = 1.0, shared_memory:
         shm = shared_memory_constants()
         say(f"calibrated shared-memory alltoallv: alpha {shm['shm_alpha']:.3g} s, "
             f"beta {shm['shm_beta']:.3g} s/B")
-    return CostModel(compute=compute, layer_overhead_s=overhead, **shm)
+    return CostModel(compute=compute, layer_overhead_s=overhead,
+                     cache_bytes=float(last_level_cache_bytes()), **shm)
 
 
-def calibrate_in_job(comm, threads: int, scale: float = 0.25):
+def calibrate_in_job(comm, threads: int, scale: float = 1.0):
     """Collective: constants measured by every rank of a running job at once, with its thread
     count (so contention between the ranks of a host is in them); medians over the ranks.
 
@@ -203,7 +253,8 @@ def calibrate_in_job(comm, threads: int, scale: float = 0.25):
         {"shm_alpha": CostModel().shm_alpha, "shm_beta": CostModel().shm_beta}
     everyone = comm.allgather_object(compute)
     median = {k: float(np.median([c[k] for c in everyone])) for k in compute}
-    costs = CostModel(compute={threads: median}, layer_overhead_s=0.0, **shm)
+    costs = CostModel(compute={threads: median}, layer_overhead_s=0.0,
+                      cache_bytes=float(last_level_cache_bytes()), **shm)
     data = load_dataset("sbm", num_nodes=2000)
     node_parts = np.arange(data.num_nodes) % comm.size
     problem = LocalProblem.from_graph_data(data, node_parts, comm)

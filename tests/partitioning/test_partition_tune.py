@@ -138,8 +138,19 @@ def test_cost_model_file_round_trip_and_refusals(tmp_path):
     assert CostModel.load(path) == costs
     assert costs.constants_for(4)["gamma_edge"] == 6e-10
     assert costs.constants_for(8)["gamma_edge"] == pytest.approx(3e-10)  # ideal beyond 4
-    # 2 threads: the largest calibrated count below (1), scaled by 1/2
-    assert costs.constants_for(2) == {k: v / 2 for k, v in costs.compute[1].items()}
+    # 2 threads: the largest calibrated count below (1), scaled by 1/2; without constants
+    # beyond the cache, those are the cached ones (and dense transforms stream for free)
+    halved = costs.constants_for(2)
+    assert halved == {**{k: v / 2 for k, v in costs.compute[1].items()}, "gamma_byte": 0.0,
+                      **{f"{k}_mem": costs.compute[1][k] / 2
+                         for k in ("gamma_edge", "gamma_elem", "gamma_gather")}}
+    values = costs.to_dict()
+    values["compute"]["1"]["gamma_egde_mem"] = 1e-9
+    with pytest.raises(PartitionError, match=r"unknown constant compute\[1\].gamma_egde_mem"):
+        CostModel.from_dict(values)
+    values = costs.to_dict()
+    del values["cache_bytes"]  # files from before the cache model still load
+    assert CostModel.from_dict(values).cache_bytes == 0.0
     values = costs.to_dict()
     del values["shm_beta"]
     with pytest.raises(PartitionError, match="missing constant 'shm_beta'"):
@@ -212,3 +223,50 @@ def test_a_slow_network_prefers_the_smaller_halo():
     by_method = {r["method"]: r for r in rows}
     assert by_method["metis"]["predicted_exchange_exposed_s"] \
         < by_method["random"]["predicted_exchange_exposed_s"]
+
+
+def test_constants_move_from_cached_to_memory_as_the_working_set_leaves_the_cache():
+    """An aggregation gathers 4 w (N + halo) bytes: within the rank's share of the cache it
+    costs the cached constant, from four times that share the memory one, linear between;
+    ranks on one host share its cache."""
+    spec = ModelSpec("gcn", (4, 8), (1,), dropout=0.0)  # one layer aggregating 4-wide rows
+    work = workload_from_arrays("edge_cut", [1000], [5000], [0], [[0]], [500])
+    rows_bytes = 4 * 4 * 1000  # 16 kB gathered; the self loops add N edges
+
+    def forward(cache, edge_mem=3e-9):
+        costs = CostModel(compute={1: {**ONLY_COMM, "gamma_edge": 1e-9,
+                                       "gamma_edge_mem": edge_mem}},
+                          shm_alpha=0.0, shm_beta=0.0, layer_overhead_s=0.0, cache_bytes=cache)
+        return predict(work, spec, Cluster(), costs)["forward_s"]
+
+    cached, beyond = 6000 * 4 * 1e-9, 6000 * 4 * 3e-9
+    assert forward(0.0) == pytest.approx(cached)  # no cache model: the cached constant
+    assert forward(rows_bytes) == pytest.approx(cached)
+    assert forward(rows_bytes / 4) == pytest.approx(beyond)
+    assert forward(rows_bytes / 2) == pytest.approx(cached + (beyond - cached) / 3)  # S = 2 C
+    assert forward(rows_bytes, edge_mem=1e-9) == pytest.approx(cached)
+    pair = workload_from_arrays("edge_cut", [1000, 1000], [5000, 5000], [0, 0],
+                                [[0, 0], [0, 0]], [500, 500])
+    costs = CostModel(compute={1: {**ONLY_COMM, "gamma_edge": 1e-9, "gamma_edge_mem": 3e-9}},
+                      shm_alpha=0.0, shm_beta=0.0, layer_overhead_s=0.0, cache_bytes=rows_bytes)
+    apart = predict(pair, spec, Cluster(ranks_per_host=1), costs)["forward_s"]
+    together = predict(pair, spec, Cluster(ranks_per_host=2), costs)["forward_s"]
+    assert apart == pytest.approx(cached)
+    assert together == pytest.approx(cached + (beyond - cached) / 3)  # each has half the cache
+    assert forward(rows_bytes, edge_mem=1e-9) == pytest.approx(cached)
+
+
+def test_a_skinny_transform_beyond_the_cache_costs_the_bytes_it_streams():
+    spec = ModelSpec("gcn", (128, 16), (1,), dropout=0.0)
+    n = 100_000
+    work = workload_from_arrays("edge_cut", [n], [0], [0], [[0]], [n // 2])
+    compute = {**ONLY_COMM, "gamma_flop": 1e-11, "gamma_byte": 1e-10}
+    moved = 4.0 * n * (128 + 16)
+
+    def forward(cache):
+        costs = CostModel(compute={1: compute}, shm_alpha=0.0, shm_beta=0.0,
+                          layer_overhead_s=0.0, cache_bytes=cache)
+        return predict(work, spec, Cluster(), costs)["forward_s"]
+
+    assert forward(moved) == pytest.approx(1e-11 * 2 * n * 128 * 16)  # fits: its flops
+    assert forward(moved / 4) == pytest.approx(1e-10 * moved)  # streams: its bytes
