@@ -44,20 +44,25 @@ class GATLayer(nn.Module):
             the mask comes from the rank's seeded generator, see :mod:`gnnscale.nn.dropout`).
         add_self_loops: replace self-loops by one per node (default True).
         bias: add a learnable bias (default True).
+        value_dropout: dropout probability, while training, on the transformed features a node
+            sends as its message, not on those its attention terms come from (default 0; the
+            reference GAT code drops them, ``seq_fts`` in its ``attn_head``).
 
     Shapes: x ``[num_owned, F_in]`` -> ``[num_owned, H * C]`` (concat) or ``[num_owned, C]``.
     """
 
     def __init__(self, in_dim: int, out_dim: int, heads: int = 1, concat: bool = True,
                  negative_slope: float = 0.2, dropout: float = 0.0,
-                 add_self_loops: bool = True, bias: bool = True):
+                 add_self_loops: bool = True, bias: bool = True, value_dropout: float = 0.0):
         super().__init__()
         if heads < 1:
             raise ValueError(f"heads must be at least 1, got {heads}")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"attention dropout must be in [0, 1), got {dropout}")
+        for name, p in (("attention", dropout), ("value", value_dropout)):
+            if not 0.0 <= p < 1.0:
+                raise ValueError(f"{name} dropout must be in [0, 1), got {p}")
         self.in_dim, self.out_dim, self.heads, self.concat = in_dim, out_dim, heads, concat
         self.negative_slope, self.dropout = negative_slope, dropout
+        self.value_dropout = value_dropout
         self.add_self_loops = add_self_loops
         self.lin = nn.Linear(in_dim, heads * out_dim, bias=False)
         self.att_src = nn.Parameter(torch.empty(1, heads, out_dim))
@@ -84,8 +89,10 @@ class GATLayer(nn.Module):
         h = self.lin(x).view(-1, heads, width)
         score_src = (h * self.att_src).sum(dim=-1)
         score_dst = (h * self.att_dst).sum(dim=-1)
+        values = fast_dropout(h, self.value_dropout, self.training)
         # One exchange carries both what a source contributes and its attention term.
-        both = graph.gather_with_halo(torch.cat([h.view(-1, heads * width), score_src], dim=1))
+        both = graph.gather_with_halo(torch.cat([values.reshape(-1, heads * width), score_src],
+                                                dim=1))
         h_all = both[:, :heads * width].view(-1, heads, width)
         score_src_all = both[:, heads * width:]
         src, dst = (local_edges_with_self_loops(graph) if self.add_self_loops

@@ -20,6 +20,7 @@ import json
 
 import numpy as np
 import pytest
+import torch
 
 from mpi_launch import run_mpi
 
@@ -65,9 +66,30 @@ def test_shortened_recipes_on_4_ranks(datasets_root, tmp_path):
 
 
 def test_every_recipe_names_its_paper_and_published_figure():
-    assert len(RECIPES) == 10
+    assert len(RECIPES) == 12
     for recipe in RECIPES.values():
         assert recipe.published[0] > 50 and recipe.runs >= 10 and recipe.paper
+
+
+def test_each_head_draws_its_own_input_mask_in_the_reference_code_variant():
+    from gnnscale.recipes.sparse_input import SparseInputLinear
+    from gnnscale.recipes.velickovic_gat import PerHeadInputDropout
+
+    heads, width = 3, 5
+    linear = torch.nn.Linear(width, heads * width, bias=False)
+    with torch.no_grad():  # each head's block is the identity: it shows its dropped input
+        linear.weight.copy_(torch.eye(width).repeat(heads, 1))
+    per_head = PerHeadInputDropout(SparseInputLinear(linear), heads, 0.5)
+    x = torch.rand(400, width) + 1.0
+    for given in (x, x.to_sparse_csr()):
+        out = per_head(given).detach().view(400, heads, width)
+        for h in range(heads):
+            kept = out[:, h] != 0
+            assert torch.allclose(out[:, h][kept], 2 * x[kept])  # dropped or scaled
+        assert not torch.equal(out[:, 0] == 0, out[:, 1] == 0)  # masks of their own
+        per_head.eval()
+        assert torch.allclose(per_head(given), x.repeat(1, heads))
+        per_head.train()
 
 
 @pytest.mark.parametrize("kwargs,match", [(dict(name="gcn-kipf-pubmed"), "unknown recipe"),

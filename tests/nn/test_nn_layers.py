@@ -90,6 +90,29 @@ def test_gat_attention_dropout_only_while_training(graph_and_data):
     assert torch.equal(layer(x, graph), layer(x, graph))
 
 
+def test_gat_value_dropout_drops_messages_not_attention():
+    """On a graph of self loops only each node's one message has attention 1: the output is
+    the node's transformed features, each value dropped (and the rest scaled) while training."""
+    n = 50
+    data = GraphData.from_edge_index(np.stack([np.arange(n), np.arange(n)]), n,
+                                     np.random.default_rng(0).standard_normal((n, 6)),
+                                     np.zeros(n, dtype=np.int64), np.ones(n, bool),
+                                     np.zeros(n, bool), np.zeros(n, bool))
+    view = build_part_view(data, np.zeros(n, dtype=np.int64), 0, num_parts=1)
+    graph, x = LocalGraph(view, SingleCommunicator()), torch.from_numpy(data.x)
+    layer = GATLayer(6, 4, heads=2, bias=False, value_dropout=0.5)
+    full = layer.lin(x)
+    layer.eval()
+    assert close(layer(x, graph), full)
+    layer.train()
+    out = layer(x, graph)
+    dropped = out == 0
+    assert 0.35 < dropped.float().mean() < 0.65
+    assert close(out[~dropped], 2 * full[~dropped])
+    with pytest.raises(ValueError, match="value dropout must be in"):
+        GATLayer(6, 4, value_dropout=1.0)
+
+
 def test_gin_orders_agree_and_eps_is_learned(graph_and_data):
     graph, x, _ = graph_and_data
     torch.manual_seed(2)
