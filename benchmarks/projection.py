@@ -3,7 +3,7 @@
 Two steps, each rerunnable (hold the benchmark lock around ``stats``, it is heavy)::
 
     flock /tmp/gnnscale-bench.lock python benchmarks/projection.py stats --scale 21 \
-        --method fennel --parts 16 32 64 128 256
+        --method kaminpar --balance nodes,edges --parts 16 32 64 128 256
     python benchmarks/projection.py project \
         --cost-model benchmarks/results/cost_model_here.json
 
@@ -62,12 +62,16 @@ def stats(args) -> None:
                         num_classes=ASSUMPTIONS["classes"], seed=0)
     print(data.summary(), flush=True)
     result = json.loads(STATS.read_text()) if STATS.exists() else {"runs": []}
+    from gnnscale.cli.partition_cmd import balance_params
+
+    params = balance_params(args.balance, args.method, "--method")
+    label = args.method + (f" ({args.balance})" if args.balance else "")
     for parts in args.parts:
         t0 = time.perf_counter()
-        partition = make_partitioner(args.method, num_parts=parts, seed=0).fit(data)
+        partition = make_partitioner(args.method, num_parts=parts, seed=0, **params).fit(data)
         work = part_workload(data, partition)
         summary = part_summary(data, partition)
-        row = {"scale": args.scale, "method": args.method, "parts": parts,
+        row = {"scale": args.scale, "method": label, "parts": parts,
                "num_nodes": data.num_nodes, "num_edges": data.num_edges,
                "partition_time_s": partition.time_s,
                "edge_cut_fraction": summary["edge_cut_fraction"],
@@ -76,9 +80,9 @@ def stats(args) -> None:
                "workload": {k: (v.tolist() if isinstance(v, np.ndarray) else v)
                             for k, v in work.items()}}
         result["runs"] = [r for r in result["runs"] if (r["scale"], r["method"], r["parts"])
-                          != (args.scale, args.method, parts)] + [row]
+                          != (args.scale, label, parts)] + [row]
         STATS.write_text(json.dumps(result))
-        print(f"{args.method} x {parts}: cut {summary['edge_cut_fraction']:.3f}, replication "
+        print(f"{label} x {parts}: cut {summary['edge_cut_fraction']:.3f}, replication "
               f"{summary['replication_factor']:.2f} ({time.perf_counter() - t0:.0f} s)",
               flush=True)
 
@@ -158,6 +162,8 @@ def main() -> None:
     s = sub.add_parser("stats")
     s.add_argument("--scale", type=int, default=21)
     s.add_argument("--method", default="fennel")
+    s.add_argument("--balance", default=None,
+                   help="balance targets of the method (e.g. nodes,edges for kaminpar)")
     s.add_argument("--parts", type=int, nargs="+", default=[16, 32, 64, 128, 256])
     p = sub.add_parser("project")
     p.add_argument("--cost-model", default=str(REPO / "benchmarks" / "results"

@@ -8,12 +8,11 @@ dropout 0.5) for ``--epochs`` epochs on each network: the real shared-memory tra
 median over epochs 2.. of rank 0's training step (forward + backward + optimiser; every rank
 leaves it together after the gradient allreduce) and of its evaluation pass. Predicted:
 :func:`partitioning.cost_model.predict` for the same partition, threads per rank as ``train``
-picks them, every rank on this host, with two sets of constants: ``predicted_*`` with those
-every rank of the job measured at once just before training
-(:func:`gnnscale.cli.calibrate.calibrate_in_job`: the contention between its ranks, and from
-whatever else runs on this shared 2-core host, is in them), and ``file_predicted_*`` with
-``--cost-model`` (``gnnscale tune --calibrate``, one process) and oversubscription counted
-from ``--host-cores``.
+picks them, every rank on this host sharing its ``--host-cores`` as the model spreads them,
+with two sets of constants: ``predicted_*`` with those every rank of the job measured in turn
+just before training (:func:`gnnscale.cli.calibrate.calibrate_in_job`: whatever else runs on
+this shared 2-core host at the time is in them), and ``file_predicted_*`` with
+``--cost-model`` (``gnnscale tune --calibrate``, one process).
 
 Results are appended to ``--out`` (one entry per cell), so a sweep can be split into several
 runs, each under the benchmark lock::
@@ -131,9 +130,8 @@ class Shape:
 
 def predict_cells(data, workload: dict, ranks: int, networks, args,
                   in_job: dict) -> list[dict]:
-    """Predictions with the constants measured in the job (``predicted_*``: contention between
-    its ranks is in them, so no oversubscription factor) and with ``--cost-model``'s
-    (``file_predicted_*``: oversubscription from ``--host-cores``)."""
+    """Predictions with the constants measured in the job (``predicted_*``) and with
+    ``--cost-model``'s (``file_predicted_*``), both with the ranks sharing ``--host-cores``."""
     from partitioning.cost_model import Cluster, CostModel, ModelSpec, Network, predict
 
     costs = CostModel.load(args.cost_model) if args.cost_model else CostModel()
@@ -148,9 +146,7 @@ def predict_cells(data, workload: dict, ranks: int, networks, args,
         crowded = Cluster(ranks_per_host=ranks, cores_per_rank=threads,
                           host_cores=args.host_cores, simulated=simulated is not None,
                           network=network)
-        in_job_cluster = Cluster(ranks_per_host=ranks, cores_per_rank=threads,
-                                 simulated=simulated is not None, network=network)
-        pred = predict(work, spec, in_job_cluster, measured_here)
+        pred = predict(work, spec, crowded, measured_here)
         from_file = predict(work, spec, crowded, costs)
         out.append({"network": net, "predicted_step_s": pred["step_s"],
                     "predicted_eval_s": pred["eval_s"], "bound": pred["bound"],

@@ -31,8 +31,7 @@ aggregated input needs no gradient (the first layer aggregating raw features). G
 exchange (width ``H C + H``) and then works per edge: ``g_gather (Ein+Eb+N) H C`` x 3 forward,
 x 6 backward. A vertex cut (DistGNN) exchanges twice per aggregation (master -> mirrors,
 partial sums -> masters) around its local product, without overlap.
-Every term is multiplied by ``s = max(1, ranks_per_host x cores_per_rank / host_cores)``
-(oversubscription) and gets ``layer_overhead_s`` (Python and autograd per layer and pass).
+Every layer and pass of a rank also costs ``layer_overhead_s`` (Python and autograd).
 
 **Caches.** A rank's share of its host's last-level cache is ``C = cache_bytes / ranks on the
 host``. Each op's constant moves from the one calibrated on cached data to the one calibrated
@@ -42,16 +41,23 @@ an aggregation gathers ``4 w (N_p + halo_p)`` (GAT's gathers likewise), or the a
 elementwise op passes over. A dense transform costs ``max(g_flop 2 N a c, g_byte f 4 N (a +
 c))``: its flops, or the bytes it streams where they leave the cache.
 
-**Step**: each exchange synchronises the ranks, so every layer costs its slowest rank::
+**Step**: each exchange synchronises the ranks, so every layer costs its slowest rank, or,
+where a host's ranks have more threads than it has cores (``host_cores``), its ranks' work
+spread over its cores (a rank that waits for a slower one leaves its core to the others)::
 
-    T_fwd = sum_l max_p F_p(l),   T_bwd = sum_l max_p B_p(l)
+    T_fwd = sum_l max(max_p F_p(l), max_host sum_{p on host} F_p(l) cores_per_rank / host_cores)
+
+and ``T_bwd`` likewise.
 
 Weight gradients are allreduced in buckets as backward produces them (last layer first): bucket
 ``k`` starts at ``max(end of its layers' backward, end of bucket k-1)``; only what runs past the
 end of backward is exposed. The allreduce is hierarchical: ``2 (r-1) shm_alpha + 2 (r-1)/r G
 shm_beta`` within a host of ``r`` ranks, then ``2 (h-1) L + 2 (h-1)/h G / BW`` between ``h``
-hosts. ``T_step = T_fwd + T_bwd + exposed allreduce + optimiser (12 elementwise ops per weight)``.
-**Evaluation**: ``T_eval = sum_l max_p F_p(l)`` without dropout, plus the metric's allreduce.
+hosts, multiplied by ``s = max(1, ranks_per_host x cores_per_rank / host_cores)`` where the
+ranks share too few cores. ``T_step = T_fwd + T_bwd + exposed allreduce + optimiser (12
+elementwise ops per weight) + loss``, the last two also multiplied by ``s``.
+**Evaluation**: the forward layers as in ``T_fwd``, without dropout, plus the metric's
+allreduce.
 
 Compute constants depend on the thread count; a count that was not calibrated uses the largest
 calibrated count below it, scaled by the ratio of counts (ideal speed-up: an assumption).
@@ -425,9 +431,19 @@ def predict(workload: dict, spec: ModelSpec, cluster: Cluster | None = None,
     model = model or CostModel()
     p = int(workload["num_parts"])
     slow = cluster.oversubscription(p)
-    k = {key: v * slow for key, v in model.constants_for(cluster.cores_per_rank).items()}
-    xchg = _Exchange(workload["recv_rows"], cluster, model, slow)
-    overhead = model.layer_overhead_s * slow
+    k = model.constants_for(cluster.cores_per_rank)
+    xchg = _Exchange(workload["recv_rows"], cluster, model, 1.0)
+    overhead = model.layer_overhead_s
+    hosts = cluster.hosts_of(p)
+    core_share = cluster.cores_per_rank / cluster.host_cores if cluster.host_cores else None
+
+    def synchronised(per_rank: np.ndarray) -> float:
+        """A layer's time: its slowest rank, or the work of a host's ranks spread over the
+        host's cores where they are fewer than the ranks' threads, whichever is longer."""
+        longest = float(per_rank.max())
+        if core_share is None:
+            return longest
+        return max(longest, float((np.bincount(hosts, weights=per_rank) * core_share).max()))
     sharing = p if cluster.ranks_per_host is None or cluster.simulated \
         else min(p, cluster.ranks_per_host)
     cache = model.cache_bytes / sharing
@@ -439,14 +455,14 @@ def predict(workload: dict, spec: ModelSpec, cluster: Cluster | None = None,
         bwd.append(b + overhead)
         ev.append(fe + overhead)
         exposed.append(x)
-    t_fwd = float(sum(f.max() for f in fwd))
+    t_fwd = float(sum(synchronised(f) for f in fwd))
     # allreduce buckets: layers grouped from the last until a quarter of the gradients
     grads = [4.0 * n for n in spec.layer_weights()]
     bucket_min = min(4 * 2**20, max(64 * 2**10, sum(grads) / 4))
     clock = comm_free = 0.0
     pending = 0.0
     for layer in reversed(range(spec.layers)):
-        clock += float(bwd[layer].max())
+        clock += synchronised(bwd[layer])
         pending += grads[layer]
         if pending >= bucket_min or layer == 0:
             start = max(clock, comm_free)
@@ -454,12 +470,12 @@ def predict(workload: dict, spec: ModelSpec, cluster: Cluster | None = None,
             pending = 0.0
     t_bwd = clock
     ar_exposed = max(0.0, comm_free - t_bwd)
-    optimizer = 12 * sum(spec.layer_weights()) * k["gamma_elem"]
+    optimizer = 12 * sum(spec.layer_weights()) * k["gamma_elem"] * slow
     logits = 4.0 * float(np.max(workload["nodes"])) * spec.widths[-1]
-    per_logit = float(_rate(k, "gamma_elem", logits, cache))
+    per_logit = float(_rate(k, "gamma_elem", logits, cache)) * slow
     loss = per_logit * 10 * float(np.max(workload["train_nodes"])) * spec.widths[-1]
     step = t_fwd + t_bwd + ar_exposed + optimizer + loss
-    t_eval = float(sum(e.max() for e in ev)) + allreduce_time(64, p, cluster, model, slow) \
+    t_eval = float(sum(synchronised(e) for e in ev)) + allreduce_time(64, p, cluster, model, slow) \
         + per_logit * 10 * float(np.max(workload["nodes"])) * spec.widths[-1]
     rank_step = sum(fwd) + sum(bwd)
     slowest = int(np.argmax(rank_step))

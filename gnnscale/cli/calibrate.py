@@ -229,8 +229,9 @@ def calibrate(max_threads: int | None = None, scale: float = 1.0, shared_memory:
 
 
 def calibrate_in_job(comm, threads: int, scale: float = 1.0):
-    """Collective: constants measured by every rank of a running job at once, with its thread
-    count (so contention between the ranks of a host is in them); medians over the ranks.
+    """Collective: constants measured by every rank of a running job in turn, with its thread
+    count, while the others wait (so each measures the host's cores as one rank has them; the
+    time model spreads ranks over shared cores itself); medians over the ranks.
 
     ``layer_overhead_s`` comes from a training step of the whole job on a graph too small to
     compute (2,000 nodes split round-robin): what it takes beyond the model's other terms
@@ -245,8 +246,12 @@ def calibrate_in_job(comm, threads: int, scale: float = 1.0):
     from ..nn import GNN
 
     saved = torch.get_num_threads()
+    compute = None
     try:
-        compute = compute_constants(threads, scale)
+        for turn in range(comm.size):
+            if turn == comm.rank:
+                compute = compute_constants(threads, scale)
+            comm.barrier()
     finally:
         torch.set_num_threads(saved)
     shm = fit_alltoallv(alltoallv_timings(comm)) if comm.size > 1 else \

@@ -117,15 +117,24 @@ def test_gradient_allreduce_overlaps_backward():
     assert 0 < pred["allreduce_exposed_s"] < total  # part of it hidden behind backward
 
 
-def test_slowest_rank_sets_each_layer_and_oversubscription_slows_compute():
+def test_slowest_rank_sets_each_layer_and_shared_cores_spread_the_work():
     spec = ModelSpec("gcn", (8, 4), (1,), dropout=0.0)
     work = workload_from_arrays("edge_cut", [100, 100], [1000, 10], [0, 0], np.zeros((2, 2)))
     costs = model(gamma_edge=1e-6)
     alone = predict(work, spec, Cluster(), costs)
     assert alone["forward_s"] == pytest.approx(1e-6 * 1100 * 4)
     assert alone["slowest_rank"] == 0 and alone["imbalance"] > 1.5
-    crowded = predict(work, spec, Cluster(cores_per_rank=1, host_cores=1), costs)  # 2 ranks
-    assert crowded["forward_s"] == pytest.approx(2 * alone["forward_s"])
+    # 2 ranks on 1 core: the busy rank gets the core while the idle one waits, so the layer
+    # takes both ranks' work one after the other, not twice the busy rank's
+    crowded = predict(work, spec, Cluster(cores_per_rank=1, host_cores=1), costs)
+    assert crowded["forward_s"] == pytest.approx(1e-6 * (1100 + 110) * 4)
+    even = workload_from_arrays("edge_cut", [100, 100], [1000, 1000], [0, 0], np.zeros((2, 2)))
+    assert predict(even, spec, Cluster(cores_per_rank=1, host_cores=1), costs)["forward_s"] \
+        == pytest.approx(2 * predict(even, spec, Cluster(), costs)["forward_s"])
+    two_hosts = Cluster(ranks_per_host=1, cores_per_rank=1, host_cores=1,
+                        network=Network(latency_s=0.0, bandwidth_Bps=1e12))
+    assert predict(work, spec, two_hosts, costs)["forward_s"] == pytest.approx(
+        alone["forward_s"])  # a host each: no sharing
 
 
 def test_cost_model_file_round_trip_and_refusals(tmp_path):
