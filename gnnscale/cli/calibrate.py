@@ -235,8 +235,8 @@ def calibrate_in_job(comm, threads: int, scale: float = 1.0):
 
     ``layer_overhead_s`` comes from a training step of the whole job on a graph too small to
     compute (2,000 nodes split round-robin): what it takes beyond the model's other terms
-    (exchanges, allreduce, compute) is the fixed cost per layer and pass of this job, where
-    waking up after each wait on a loaded host is part of it.
+    (exchanges, allreduce, compute, with every rank on this host's cores) is the fixed cost per
+    layer and pass of this job, where waking up after each wait on a loaded host is part of it.
     """
     from partitioning.cost_model import Cluster, CostModel, ModelSpec, predict
     from partitioning.workload import part_workload
@@ -276,10 +276,12 @@ def calibrate_in_job(comm, threads: int, scale: float = 1.0):
     partition = Partition(kind="edge_cut", num_parts=comm.size, num_nodes=data.num_nodes,
                           node_parts=node_parts, method="round-robin")
     spec = ModelSpec.build("gcn", data.num_features, 16, data.num_classes)
-    modelled = predict(part_workload(data, partition), spec,
-                       Cluster(ranks_per_host=comm.size, cores_per_rank=threads), costs)
+    host = Cluster(ranks_per_host=comm.size, cores_per_rank=threads,
+                   host_cores=os.cpu_count() or 1)  # every rank of the job on this host
+    modelled = predict(part_workload(data, partition), spec, host, costs)
+    # the model spreads each layer's fixed cost over the shared cores as it spreads the work
     costs.layer_overhead_s = max(0.0, (float(np.median(times[5:])) - modelled["step_s"])
-                                 / (2 * spec.layers))
+                                 / (2 * spec.layers * host.oversubscription(comm.size)))
     return costs
 
 
