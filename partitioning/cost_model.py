@@ -43,9 +43,11 @@ c))``: its flops, or the bytes it streams where they leave the cache.
 
 **Step**: each exchange synchronises the ranks, so every layer costs its slowest rank, or,
 where a host's ranks have more threads than it has cores (``host_cores``), its ranks' work
-spread over its cores (a rank that waits for a slower one leaves its core to the others)::
+(their time but the exchange ``X^exp`` they wait for) spread over its cores, then the longest
+wait (a rank that waits leaves its core to the others)::
 
-    T_fwd = sum_l max(max_p F_p(l), max_host sum_{p on host} F_p(l) cores_per_rank / host_cores)
+    T_fwd = sum_l max(max_p F_p, max_host sum_{p on host} (F_p - X^exp_p) cores_per_rank /
+                      host_cores + max_p X^exp_p)
 
 and ``T_bwd`` likewise.
 
@@ -373,8 +375,8 @@ def _dense(k: dict, rows, a: int, c: int, cache: float):
 
 
 def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
-                 training: bool, cache: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(forward, backward, exposed exchange) per rank for one layer, before oversubscription;
+                 training: bool, cache: float) -> tuple[np.ndarray, ...]:
+    """(forward, backward, forward's exposed exchange, backward's) per rank for one layer;
     ``cache``: each rank's share of its host's last-level cache (bytes)."""
     a, c = spec.widths[layer], spec.widths[layer + 1]
     n, ein, eb = w["nodes"], w["inner_edges"], w["boundary_edges"]
@@ -393,7 +395,7 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
         dense = _dense(k, n, a, c, cache)
         fwd = dense + xf + edge_work + elementwise
         bwd = dense * (1 if first else 2) + xf + 2 * edge_work + 2 * elementwise
-        return fwd, bwd, xf + xf
+        return fwd, bwd, xf, xf
     width = min(a, c)
     transform_first = c < a
     mult = 2 if spec.name == "sage" else 1
@@ -411,9 +413,8 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
     needs_agg_grad = not first or transform_first
     bwd = dense * (1 if first else 2) + 2 * elementwise
     if needs_agg_grad:
-        bwd = bwd + agg_f
-        exposed = exposed * 2
-    return fwd, bwd, exposed
+        return fwd, bwd + agg_f, exposed, exposed
+    return fwd, bwd, exposed, 0.0 * exposed
 
 
 def predict(workload: dict, spec: ModelSpec, cluster: Cluster | None = None,
@@ -437,32 +438,34 @@ def predict(workload: dict, spec: ModelSpec, cluster: Cluster | None = None,
     hosts = cluster.hosts_of(p)
     core_share = cluster.cores_per_rank / cluster.host_cores if cluster.host_cores else None
 
-    def synchronised(per_rank: np.ndarray) -> float:
-        """A layer's time: its slowest rank, or the work of a host's ranks spread over the
-        host's cores where they are fewer than the ranks' threads, whichever is longer."""
+    def synchronised(per_rank: np.ndarray, waiting: np.ndarray) -> float:
+        """A layer's time: its slowest rank, or the work of a host's ranks (their time but
+        the exchange they wait for) spread over the host's cores where they are fewer than
+        the ranks' threads, then the longest wait, whichever is longer."""
         longest = float(per_rank.max())
         if core_share is None:
             return longest
-        return max(longest, float((np.bincount(hosts, weights=per_rank) * core_share).max()))
+        work = np.bincount(hosts, weights=per_rank - waiting) * core_share
+        return max(longest, float(work.max() + waiting.max()))
     sharing = p if cluster.ranks_per_host is None or cluster.simulated \
         else min(p, cluster.ranks_per_host)
     cache = model.cache_bytes / sharing
     fwd, bwd, ev, exposed = [], [], [], []
     for layer in range(spec.layers):
-        f, b, x = _layer_times(workload, spec, layer, k, xchg, True, cache)
-        fe, _, _ = _layer_times(workload, spec, layer, k, xchg, False, cache)
-        fwd.append(f + overhead)
-        bwd.append(b + overhead)
-        ev.append(fe + overhead)
-        exposed.append(x)
-    t_fwd = float(sum(synchronised(f) for f in fwd))
+        f, b, xf, xb = _layer_times(workload, spec, layer, k, xchg, True, cache)
+        fe, _, xe, _ = _layer_times(workload, spec, layer, k, xchg, False, cache)
+        fwd.append((f + overhead, xf))
+        bwd.append((b + overhead, xb))
+        ev.append((fe + overhead, xe))
+        exposed.append(xf + xb)
+    t_fwd = float(sum(synchronised(*f) for f in fwd))
     # allreduce buckets: layers grouped from the last until a quarter of the gradients
     grads = [4.0 * n for n in spec.layer_weights()]
     bucket_min = min(4 * 2**20, max(64 * 2**10, sum(grads) / 4))
     clock = comm_free = 0.0
     pending = 0.0
     for layer in reversed(range(spec.layers)):
-        clock += synchronised(bwd[layer])
+        clock += synchronised(*bwd[layer])
         pending += grads[layer]
         if pending >= bucket_min or layer == 0:
             start = max(clock, comm_free)
@@ -475,12 +478,13 @@ def predict(workload: dict, spec: ModelSpec, cluster: Cluster | None = None,
     per_logit = float(_rate(k, "gamma_elem", logits, cache)) * slow
     loss = per_logit * 10 * float(np.max(workload["train_nodes"])) * spec.widths[-1]
     step = t_fwd + t_bwd + ar_exposed + optimizer + loss
-    t_eval = float(sum(synchronised(e) for e in ev)) + allreduce_time(64, p, cluster, model, slow) \
+    t_eval = float(sum(synchronised(*e) for e in ev)) + allreduce_time(64, p, cluster, model,
+                                                                       slow) \
         + per_logit * 10 * float(np.max(workload["nodes"])) * spec.widths[-1]
-    rank_step = sum(fwd) + sum(bwd)
+    rank_step = sum(f for f, _ in fwd) + sum(b for b, _ in bwd)
     slowest = int(np.argmax(rank_step))
-    phases = [(float(fwd[l].max()), l, "forward") for l in range(spec.layers)] + \
-             [(float(bwd[l].max()), l, "backward") for l in range(spec.layers)]
+    phases = [(float(fwd[l][0].max()), l, "forward") for l in range(spec.layers)] + \
+             [(float(bwd[l][0].max()), l, "backward") for l in range(spec.layers)]
     _, slow_layer, slow_phase = max(phases)
     exch_exposed = float(sum(x.max() for x in exposed))
     comm_s = exch_exposed + ar_exposed
