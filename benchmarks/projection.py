@@ -46,7 +46,9 @@ ASSUMPTIONS = {
     # measure its scheduler, not a node's memory: a dedicated node's are assumed instead
     "shm_alpha_s": 1e-6, "shm_beta_s_per_byte": 1e-10,
     "notes": "one rank per core, ranks placed on hosts in order; compute constants and the "
-             "fixed cost per layer of one core calibrated on this host; shared-memory "
+             "fixed cost per layer of one core calibrated on this host, cached and beyond "
+             "the cache, with this host's last-level cache (32 MiB) shared by a host's 32 "
+             "ranks (so every rank's rows come from memory at these sizes); shared-memory "
              "alltoallv within a host 1 us per message and 10 GB/s; every host link shared "
              "by its 32 ranks; hierarchical gradient allreduce",
 }
