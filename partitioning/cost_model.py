@@ -447,9 +447,7 @@ def predict(workload: dict, spec: ModelSpec, cluster: Cluster | None = None,
             return longest
         work = np.bincount(hosts, weights=per_rank - waiting) * core_share
         return max(longest, float(work.max() + waiting.max()))
-    sharing = p if cluster.ranks_per_host is None or cluster.simulated \
-        else min(p, cluster.ranks_per_host)
-    cache = model.cache_bytes / sharing
+    cache = model.cache_bytes / np.bincount(hosts).max()  # each rank's share of the LLC
     fwd, bwd, ev, exposed = [], [], [], []
     for layer in range(spec.layers):
         f, b, xf, xb = _layer_times(workload, spec, layer, k, xchg, True, cache)

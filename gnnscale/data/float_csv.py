@@ -20,6 +20,7 @@ gives up on the kernel once they exceed :data:`SLOW_VALUES_ALLOWED`.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 
@@ -39,22 +40,17 @@ _DECIMAL = re.compile(rb"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 _INFINITY = re.compile(rb"[+-]?inf(inity)?", re.IGNORECASE)
 
 
+@functools.cache
 def _null_spellings() -> frozenset:
     from pyarrow import csv
 
     return frozenset(s.encode() for s in csv.ConvertOptions().null_values)
 
 
-_NULLS: frozenset | None = None
-
-
 def slow_value(text: bytes) -> float | None:
     """The value of a field the kernel left to Python, as pyarrow reads it; None if it is not a
     number (``text`` has no surrounding blanks)."""
-    global _NULLS
-    if _NULLS is None:
-        _NULLS = _null_spellings()
-    if text in _NULLS:
+    if text in _null_spellings():
         return math.nan
     if _DECIMAL.fullmatch(text) or _INFINITY.fullmatch(text):
         return float(text)

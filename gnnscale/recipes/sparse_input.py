@@ -51,6 +51,11 @@ class SparseInputLinear(nn.Module):
         self.weight = linear.weight
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.layout == torch.sparse_csr:
-            return torch.sparse.mm(x, self.weight.t())
-        return F.linear(x, self.weight)
+        return linear_map(x, self.weight)
+
+
+def linear_map(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """``x @ weight.T`` for a sparse CSR or a dense ``x``."""
+    if x.layout == torch.sparse_csr:
+        return torch.sparse.mm(x, weight.t())
+    return F.linear(x, weight)

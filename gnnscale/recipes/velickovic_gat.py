@@ -29,7 +29,7 @@ from ..engine import Trainer
 from ..nn import GATLayer
 from ..nn.dropout import dropout as fast_dropout
 from .common import evaluate_with_loss
-from .sparse_input import SparseInputLinear, as_csr, sparse_dropout
+from .sparse_input import SparseInputLinear, as_csr, linear_map, sparse_dropout
 
 HEADS, HIDDEN, DROPOUT, LR, WEIGHT_DECAY, PATIENCE = 8, 8, 0.6, 0.005, 5e-4, 100
 MAX_EPOCHS = 100_000  # the code's nb_epochs; patience ends every run long before
@@ -74,16 +74,11 @@ class PerHeadInputDropout(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.training or self.p == 0.0:
-            return _linear(x, self.weight)
+            return linear_map(x, self.weight)
         blocks = self.weight.chunk(self.heads, dim=0)
         drop = sparse_dropout if x.layout == torch.sparse_csr else fast_dropout
-        return torch.cat([_linear(drop(x, self.p, True), w) for w in blocks], dim=1)
+        return torch.cat([linear_map(drop(x, self.p, True), w) for w in blocks], dim=1)
 
-
-def _linear(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    if x.layout == torch.sparse_csr:
-        return torch.sparse.mm(x, weight.t())
-    return F.linear(x, weight)
 
 
 def train_run(problem, comm, seed: int, max_epochs: int = MAX_EPOCHS,
