@@ -162,21 +162,74 @@ class HaloExchange(torch.autograd.Function):
         return plan.accumulate_into_owned(owned_grad, sent_grad), None
 
 
-class HaloWait(torch.autograd.Function):
-    """``halo = HaloWait.apply(owned, plan, work)``: the halo rows of an exchange posted
-    earlier with ``plan.post_forward(owned)`` (so local work can run in between); backward
-    returns the halo gradients to their owners, as :class:`HaloExchange` does."""
+@dataclass
+class PendingExchange:
+    """The exchanges in flight between a :class:`HaloPost` and its :class:`HaloReceive`."""
+
+    forward: Work | None = None  # owned rows on their way to the peers' halos
+    backward: Work | None = None  # halo gradients on their way back to their owners
+
+
+class HaloPost(torch.autograd.Function):
+    """``token = HaloPost.apply(owned, plan, pending)``: post the halo exchange of ``owned``
+    now; :class:`HaloReceive` later gives the rows, so local work can run in between.
+
+    Backward runs after everything computed between the two (autograd runs later-created
+    nodes first), so the reverse exchange that :class:`HaloReceive`'s backward posted travels
+    while that work's backward runs; here it is waited for and the returned rows are added
+    into their owners' gradients."""
 
     @staticmethod
-    def forward(ctx, owned: torch.Tensor, plan: HaloPlan, work: Work) -> torch.Tensor:
-        ctx.plan = plan
-        ctx.num_owned = owned.shape[0]
-        return plan.wait(work)
+    def forward(ctx, owned: torch.Tensor, plan: HaloPlan, pending: PendingExchange):
+        pending.forward = plan.post_forward(owned)
+        ctx.plan, ctx.pending = plan, pending
+        ctx.owned_shape, ctx.owned_dtype = owned.shape, owned.dtype
+        return owned.new_empty(0)
+
+    @staticmethod
+    def backward(ctx, _token_grad):
+        plan, pending = ctx.plan, ctx.pending
+        if pending.backward is None:  # the halo rows took no part in the loss
+            return None, None, None
+        sent_grad = plan.wait(pending.backward)
+        pending.backward = None
+        owned_grad = sent_grad.new_zeros(ctx.owned_shape, dtype=ctx.owned_dtype)
+        return plan.accumulate_into_owned(owned_grad, sent_grad), None, None
+
+
+class HaloReceive(torch.autograd.Function):
+    """``halo = HaloReceive.apply(token, plan, pending)``: the halo rows of the exchange a
+    :class:`HaloPost` posted. Backward posts the reverse exchange of the halo gradients and
+    leaves the wait to :class:`HaloPost` (with ``plan.overlap`` off it waits at once)."""
+
+    @staticmethod
+    def forward(ctx, token: torch.Tensor, plan: HaloPlan, pending: PendingExchange):
+        ctx.plan, ctx.pending = plan, pending
+        halo = plan.wait(pending.forward)
+        pending.forward = None
+        return halo
 
     @staticmethod
     def backward(ctx, halo_grad: torch.Tensor):
-        owned_grad, _ = HaloExchange.backward(ctx, halo_grad)
-        return owned_grad, None, None
+        plan, pending = ctx.plan, ctx.pending
+        work = plan.post_backward(halo_grad.contiguous())
+        if not plan.overlap:  # measuring: wait at once, all of the exchange exposed
+            rows = plan.wait(work)
+            work = Work(result=rows)
+        pending.backward = work
+        return halo_grad.new_empty(0), None, None
+
+
+def post_halo(owned: torch.Tensor, plan: HaloPlan):
+    """Post the halo exchange of ``owned`` now; returns ``finish()`` giving the halo rows
+    [num_halo, F] (differentiable, the reverse exchange overlapped with the backward of what
+    runs in between). With ``plan.overlap`` off the exchange is waited for at once."""
+    pending = PendingExchange()
+    token = HaloPost.apply(owned, plan, pending)
+    if not plan.overlap:
+        halo = HaloReceive.apply(token, plan, pending)
+        return lambda: halo
+    return lambda: HaloReceive.apply(token, plan, pending)
 
 
 def exchange_halo(owned: torch.Tensor, plan: HaloPlan) -> torch.Tensor:

@@ -13,7 +13,7 @@ import torch
 
 from ..comm import Communicator
 from .aggregate import aggregate
-from .halo import HaloPlan, HaloWait, exchange_halo
+from .halo import HaloPlan, exchange_halo, post_halo
 from .rank_graph import RankGraph
 from .sparse import SparseBlock
 from .staleness import StaleAggregate, StaleHaloExchange
@@ -88,12 +88,7 @@ class LocalGraph(RankGraph):
         use :meth:`gather_with_halo` then."""
         if self.active_policy() is not None or not self.halo_plan.exchanges_anything:
             return None
-        plan = self.halo_plan
-        work = plan.post_forward(owned)
-        if not plan.overlap:  # measuring: wait at once, all of the exchange exposed
-            halo = HaloWait.apply(owned, plan, work)
-            return lambda: halo
-        return lambda: HaloWait.apply(owned, plan, work)
+        return post_halo(owned, self.halo_plan)
 
     def local_edge_index(self) -> torch.Tensor:
         """(2, E) local edge index, row 0 = source column, row 1 = owned destination row."""

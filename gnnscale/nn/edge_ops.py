@@ -37,16 +37,18 @@ def local_edges(graph: RankGraph) -> tuple[torch.Tensor, torch.Tensor]:
     return cached(graph, "edges", build)
 
 
-def inner_first_edges(graph: RankGraph) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``(inner_src, halo_src, dst)``: the local edges reordered with owned sources first;
-    ``inner_src`` indexes owned rows, ``halo_src`` halo rows (``src - num_owned``), ``dst`` the
-    destinations of both, in that order."""
+def inner_first_edges(graph: RankGraph, self_loops: bool = False
+                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(inner_src, halo_src, dst)``: the local edges (with ``self_loops``: those of
+    :func:`local_edges_with_self_loops`) reordered with owned sources first; ``inner_src``
+    indexes owned rows, ``halo_src`` halo rows (``src - num_owned``), ``dst`` the destinations
+    of both, in that order."""
     def build():
-        src, dst = local_edges(graph)
+        src, dst = local_edges_with_self_loops(graph) if self_loops else local_edges(graph)
         inner = src < graph.num_owned
         return (src[inner].contiguous(), (src[~inner] - graph.num_owned).contiguous(),
                 torch.cat([dst[inner], dst[~inner]]).contiguous())
-    return cached(graph, "edges, inner first", build)
+    return cached(graph, f"edges, inner first, self_loops={self_loops}", build)
 
 
 def local_edges_with_self_loops(graph: RankGraph) -> tuple[torch.Tensor, torch.Tensor]:
@@ -71,6 +73,15 @@ def scatter_max(values: torch.Tensor, index: torch.Tensor, num_rows: int) -> tor
     out = values.new_zeros((num_rows, *values.shape[1:]))
     expanded = index.view(-1, *([1] * (values.dim() - 1))).expand_as(values)
     return out.scatter_reduce_(0, expanded, values, reduce="amax", include_self=False)
+
+
+def scatter_max_or_minus_inf(values: torch.Tensor, index: torch.Tensor,
+                             num_rows: int) -> torch.Tensor:
+    """As :func:`scatter_max` (no gradient), but groups without entries give ``-inf``, so
+    maxima over parts of a group's entries can be combined with ``torch.maximum``."""
+    out = values.new_full((num_rows, *values.shape[1:]), float("-inf"))
+    expanded = index.view(-1, *([1] * (values.dim() - 1))).expand_as(values)
+    return out.scatter_reduce_(0, expanded, values.detach(), reduce="amax", include_self=True)
 
 
 def scatter_sum(values: torch.Tensor, index: torch.Tensor, num_rows: int) -> torch.Tensor:

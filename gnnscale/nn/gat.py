@@ -5,6 +5,12 @@ Each rank transforms its owned rows, computes their source attention terms, and 
 halo exchange; the destination's rank then scores, softmax-normalises and sums its in-edges
 locally (every in-edge of an owned node is stored with it). Parameters are laid out as PyG's
 ``GATConv`` (``lin.weight``, ``att_src``, ``att_dst``, ``bias``), so weights move one-to-one.
+
+The exchange is posted before the in-edges from owned sources are scored, softmax-summed and
+aggregated; the halo's edges follow once it arrives, and the two parts are combined by
+rescaling each to their common maximum (the online softmax), so the result is the softmax over
+all of a node's in-edges. Backward mirrors it: the halo gradients go back to their owners while
+the owned sources' part runs backward.
 """
 
 from __future__ import annotations
@@ -17,7 +23,8 @@ from torch.nn import functional as F
 
 from ..graph import RankGraph
 from .dropout import dropout as fast_dropout
-from .edge_ops import edge_softmax, local_edges, local_edges_with_self_loops, scatter_sum
+from .edge_ops import (inner_first_edges, local_edges, local_edges_with_self_loops,
+                       scatter_max_or_minus_inf, scatter_sum)
 
 
 class GATLayer(nn.Module):
@@ -91,20 +98,66 @@ class GATLayer(nn.Module):
         score_dst = (h * self.att_dst).sum(dim=-1)
         values = fast_dropout(h, self.value_dropout, self.training)
         # One exchange carries both what a source contributes and its attention term.
-        both = graph.gather_with_halo(torch.cat([values.reshape(-1, heads * width), score_src],
-                                                dim=1))
-        h_all = both[:, :heads * width].view(-1, heads, width)
-        score_src_all = both[:, heads * width:]
-        src, dst = (local_edges_with_self_loops(graph) if self.add_self_loops
-                    else local_edges(graph))
-        scores = score_src_all.index_select(0, src) + score_dst.index_select(0, dst)
-        scores = F.leaky_relu(scores, self.negative_slope)
-        alpha = edge_softmax(scores, dst, graph.num_owned)
-        alpha = fast_dropout(alpha, self.dropout, self.training)
-        messages = alpha.unsqueeze(-1) * h_all.index_select(0, src)
-        out = scatter_sum(messages, dst, graph.num_owned)
+        rows = torch.cat([values.reshape(-1, heads * width), score_src], dim=1)
+        finish = graph.halo_async(rows)
+        n = graph.num_owned
+        if finish is None:  # one rank, or halos from a staleness policy: every edge at once
+            src, dst = (local_edges_with_self_loops(graph) if self.add_self_loops
+                        else local_edges(graph))
+            parts = [self._attend(graph.gather_with_halo(rows), src, score_dst, dst, n)]
+        else:  # the edges from owned sources while the halo travels, then the halo's
+            inner_src, halo_src, dst = inner_first_edges(graph, self.add_self_loops)
+            k = inner_src.numel()
+            parts = [self._attend(rows, inner_src, score_dst, dst[:k], n)]
+            parts.append(self._attend(finish(), halo_src, score_dst, dst[k:], n))
+        out = _combine(parts)
         out = out.reshape(-1, heads * width) if self.concat else out.mean(dim=1)
         return out + self.bias if self.bias is not None else out
 
+    def _attend(self, rows: torch.Tensor, src: torch.Tensor, score_dst: torch.Tensor,
+                dst: torch.Tensor, n: int) -> tuple[torch.Tensor, ...]:
+        """Softmax attention over one part of every destination's in-edges (sources ``src``
+        into ``rows``: values, then attention terms), relative to that part's own maximum.
+
+        Returns ``(top, total, summed)``: per destination and head the part's maximum score
+        (``-inf`` without edges; no gradient), the sum of ``exp(score - top)`` and the sum of
+        the attention-dropped ``exp(score - top)`` times the source values.
+        """
+        heads, width = self.heads, self.out_dim
+        values = rows[:, :heads * width].view(-1, heads, width)
+        scores = F.leaky_relu(rows[:, heads * width:].index_select(0, src)
+                              + score_dst.index_select(0, dst), self.negative_slope)
+        top = scatter_max_or_minus_inf(scores, dst, n)
+        weights = (scores - _finite_or_zero(top).index_select(0, dst)).exp()
+        kept = fast_dropout(weights, self.dropout, self.training)
+        summed = scatter_sum(kept.unsqueeze(-1) * values.index_select(0, src), dst, n)
+        return top, scatter_sum(weights, dst, n), summed
+
     def extra_repr(self) -> str:
         return f"{self.in_dim}, {self.out_dim}, heads={self.heads}, concat={self.concat}"
+
+
+def _finite_or_zero(top: torch.Tensor) -> torch.Tensor:
+    return torch.where(torch.isfinite(top), top, torch.zeros_like(top))
+
+
+def _combine(parts: list) -> torch.Tensor:
+    r"""The attention output from :meth:`GATLayer._attend`'s parts of each destination's
+    in-edges: each part rescaled to the maximum over all parts ``m``,
+
+    .. math:: x'_i = \frac{\sum_p e^{t_p - m} S_p}{\sum_p e^{t_p - m} Z_p + 10^{-16}},
+
+    which is PyG's ``softmax`` (maximum subtracted, ``1e-16`` added to the sum) followed by
+    the weighted sum, up to rounding. One part: ``S / (Z + 1e-16)``."""
+    if len(parts) == 1:
+        _, total, summed = parts[0]
+        return summed / (total + 1e-16).unsqueeze(-1)
+    top = _finite_or_zero(torch.stack([p[0] for p in parts]).amax(dim=0))
+    total, summed = 0.0, 0.0
+    for part_top, part_total, part_summed in parts:
+        finite = torch.isfinite(part_top)
+        scale = torch.where(finite, (_finite_or_zero(part_top) - top).exp(),
+                            torch.zeros_like(part_top))
+        total = total + part_total * scale
+        summed = summed + part_summed * scale.unsqueeze(-1)
+    return summed / (total + 1e-16).unsqueeze(-1)

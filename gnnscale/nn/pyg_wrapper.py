@@ -76,6 +76,11 @@ class DistributedConv(nn.Module):
     lazy layers (``in_channels=-1``: ranks would initialise them differently). Edge features
     are not carried (the local graph has none).
 
+    The halo exchange is waited for before the layer runs: a wrapped layer is one call that
+    needs every source row, so nothing of it can run while the halo travels (gnnscale's own
+    layers split their work around the exchange: :class:`~gnnscale.nn.GATLayer` for
+    attention).
+
     Args:
         conv: the PyG layer (its parameters become this module's, so gradients are
             synchronised like any other).

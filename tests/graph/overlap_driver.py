@@ -33,7 +33,7 @@ def main():
     parts = make_partitioner("metis", num_parts=comm.size, seed=0).fit(data).node_parts
     problem = LocalProblem.from_graph_data(data, parts, comm)
     out = {}
-    for model_name in ("gcn", "sage", "sage-max"):
+    for model_name in ("gcn", "sage", "sage-max", "gat"):
         for name, overlap, dtype in (("overlap", True, None), ("waited", False, None),
                                      ("bf16", True, torch.bfloat16)):
             losses, logits = train(problem, comm, data, model_name, overlap, dtype)

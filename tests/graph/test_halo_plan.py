@@ -5,6 +5,7 @@ import torch
 
 from gnnscale.comm import SingleCommunicator
 from gnnscale.graph import HaloPlan
+from gnnscale.graph.halo import post_halo
 from gnnscale.graph.staleness_netsim import SlowNetwork
 
 
@@ -61,3 +62,40 @@ def test_counts_of_forward_and_reverse_exchanges():
     plan = _plan()
     plan.send_counts, plan.recv_counts = [2], [3]
     assert plan.counts() == ([2], [3]) and plan.counts(reverse=True) == ([3], [2])
+
+
+class _Between(torch.autograd.Function):
+    """Identity that records when its backward runs."""
+
+    @staticmethod
+    def forward(ctx, x, events):
+        ctx.events = events
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        ctx.events.append("work in between")
+        return grad, None
+
+
+@pytest.mark.parametrize("overlap", [True, False])
+def test_reverse_exchange_travels_while_the_work_in_between_runs_backward(overlap):
+    events = []
+    plan = HaloPlan(comm=SingleCommunicator(), num_owned=4, num_halo=2,
+                    send_index=torch.tensor([1, 3]), send_counts=[2], recv_counts=[2])
+    plan.configure(overlap=overlap)
+    post_backward, wait = plan.post_backward, plan.wait
+    owned = torch.arange(8.0).view(4, 2).requires_grad_()
+    finish = post_halo(owned, plan)
+    between = _Between.apply(owned * 2, events)  # computed while the halo travels
+    halo = finish()
+    torch.testing.assert_close(halo, owned.detach()[[1, 3]])
+    plan.post_backward = lambda grad: (events.append("post reverse"), post_backward(grad))[1]
+    plan.wait = lambda work: (events.append("wait reverse"), wait(work))[1]
+    (between.sum() + 3 * halo.sum()).backward()
+    if overlap:
+        assert events == ["post reverse", "work in between", "wait reverse"]
+    else:  # waited for as soon as it is posted
+        posted = events.index("post reverse")
+        assert events[posted + 1] == "wait reverse" and "work in between" in events
+    torch.testing.assert_close(owned.grad, torch.tensor([[2.0, 2], [5, 5], [2, 2], [5, 5]]))

@@ -16,7 +16,7 @@ def test_overlap_waited_and_bf16_paths(tmp_path, datasets_root):
     result = run_python_mpi(3, DRIVER, [str(datasets_root), str(out)], timeout=240)
     assert result.returncode == 0, result.stderr[-3000:]
     r = np.load(out)
-    for model in ("gcn", "sage", "sage-max"):
+    for model in ("gcn", "sage", "sage-max", "gat"):
         # identical arithmetic, only the waiting moves: bit-for-bit equal
         np.testing.assert_array_equal(r[f"{model}/overlap/losses"], r[f"{model}/waited/losses"])
         for rank in range(3):
