@@ -3,7 +3,7 @@
 Every layer and norm is called as ``module(x, graph)`` with this rank's rows ``x`` and its
 :class:`~gnnscale.graph.RankGraph`, and equals its PyG (or torch) counterpart applied to the
 whole graph: :class:`GCNLayer` (``GCNConv``), :class:`SAGELayer` (``SAGEConv``, mean/sum/max),
-:class:`GATLayer` (``GATConv``), :class:`GINLayer` (``GINConv``), :class:`DistributedConv` (any
+:class:`GATLayer` (``GATConv``), :class:`GATv2Layer` (``GATv2Conv``), :class:`GINLayer` (``GINConv``), :class:`DistributedConv` (any
 one-hop ``MessagePassing`` layer), :class:`DistributedBatchNorm` (``BatchNorm1d``) and
 :class:`LayerNorm` (PyG ``LayerNorm``, node or graph mode). :class:`GNN` stacks them; its model
 names are :data:`MODEL_NAMES`. :class:`ResidualGNN` is Platonov et al.'s residual model (norm,
@@ -11,13 +11,13 @@ graph module, feed-forward network, skip) with GCN, SAGE or GAT blocks.
 """
 
 from .conv import GCNLayer, SAGELayer
-from .gat import GATLayer
+from .gat import GATLayer, GATv2Layer
 from .gin import GINLayer
 from .models import GNN, MODEL_NAMES, build_layer
 from .norms import NORMS, DistributedBatchNorm, LayerNorm, global_sum, make_norm
 from .pyg_wrapper import DistributedConv
 from .residual_blocks import RESIDUAL_BLOCKS, ResidualGNN
 
-__all__ = ["GCNLayer", "SAGELayer", "GATLayer", "GINLayer", "DistributedConv",
+__all__ = ["GCNLayer", "SAGELayer", "GATLayer", "GATv2Layer", "GINLayer", "DistributedConv",
            "DistributedBatchNorm", "LayerNorm", "NORMS", "make_norm", "global_sum", "GNN",
            "MODEL_NAMES", "build_layer", "ResidualGNN", "RESIDUAL_BLOCKS"]

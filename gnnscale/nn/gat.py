@@ -99,42 +99,109 @@ class GATLayer(nn.Module):
         values = fast_dropout(h, self.value_dropout, self.training)
         # One exchange carries both what a source contributes and its attention term.
         rows = torch.cat([values.reshape(-1, heads * width), score_src], dim=1)
+        return self._attention(rows, score_dst, graph)
+
+    def _edge_scores(self, src_rows: torch.Tensor, dst_terms: torch.Tensor) -> torch.Tensor:
+        """Scores [E, H] of edges from their sources' exchanged rows and their destinations'
+        terms: ``LeakyReLU(a_src . W x_j + a_dst . W x_i)``."""
+        return F.leaky_relu(src_rows[:, self.heads * self.out_dim:] + dst_terms,
+                            self.negative_slope)
+
+    def _attention(self, rows: torch.Tensor, dst_terms: torch.Tensor,
+                   graph: RankGraph) -> torch.Tensor:
+        """Attention over every owned node's in-edges, given each owned node's exchanged row
+        (its values [H * C] first) and its destination term; bias added."""
         finish = graph.halo_async(rows)
         n = graph.num_owned
         if finish is None:  # one rank, or halos from a staleness policy: every edge at once
             src, dst = (local_edges_with_self_loops(graph) if self.add_self_loops
                         else local_edges(graph))
-            parts = [self._attend(graph.gather_with_halo(rows), src, score_dst, dst, n)]
+            parts = [self._attend(graph.gather_with_halo(rows), src, dst_terms, dst, n)]
         else:  # the edges from owned sources while the halo travels, then the halo's
             inner_src, halo_src, dst = inner_first_edges(graph, self.add_self_loops)
             k = inner_src.numel()
-            parts = [self._attend(rows, inner_src, score_dst, dst[:k], n)]
-            parts.append(self._attend(finish(), halo_src, score_dst, dst[k:], n))
+            parts = [self._attend(rows, inner_src, dst_terms, dst[:k], n)]
+            parts.append(self._attend(finish(), halo_src, dst_terms, dst[k:], n))
         out = _combine(parts)
-        out = out.reshape(-1, heads * width) if self.concat else out.mean(dim=1)
+        out = out.reshape(-1, self.heads * self.out_dim) if self.concat else out.mean(dim=1)
         return out + self.bias if self.bias is not None else out
 
-    def _attend(self, rows: torch.Tensor, src: torch.Tensor, score_dst: torch.Tensor,
+    def _attend(self, rows: torch.Tensor, src: torch.Tensor, dst_terms: torch.Tensor,
                 dst: torch.Tensor, n: int) -> tuple[torch.Tensor, ...]:
         """Softmax attention over one part of every destination's in-edges (sources ``src``
-        into ``rows``: values, then attention terms), relative to that part's own maximum.
+        into ``rows``), relative to that part's own maximum.
 
         Returns ``(top, total, summed)``: per destination and head the part's maximum score
         (``-inf`` without edges; no gradient), the sum of ``exp(score - top)`` and the sum of
         the attention-dropped ``exp(score - top)`` times the source values.
         """
         heads, width = self.heads, self.out_dim
-        values = rows[:, :heads * width].view(-1, heads, width)
-        scores = F.leaky_relu(rows[:, heads * width:].index_select(0, src)
-                              + score_dst.index_select(0, dst), self.negative_slope)
+        src_rows = rows.index_select(0, src)
+        scores = self._edge_scores(src_rows, dst_terms.index_select(0, dst))
         top = scatter_max_or_minus_inf(scores, dst, n)
         weights = (scores - _finite_or_zero(top).index_select(0, dst)).exp()
         kept = fast_dropout(weights, self.dropout, self.training)
-        summed = scatter_sum(kept.unsqueeze(-1) * values.index_select(0, src), dst, n)
+        values = src_rows[:, :heads * width].view(-1, heads, width)
+        summed = scatter_sum(kept.unsqueeze(-1) * values, dst, n)
         return top, scatter_sum(weights, dst, n), summed
 
     def extra_repr(self) -> str:
         return f"{self.in_dim}, {self.out_dim}, heads={self.heads}, concat={self.concat}"
+
+
+class GATv2Layer(GATLayer):
+    r"""Graph attention with dynamic attention, Brody et al., "How Attentive are Graph
+    Attention Networks?" (ICLR 2022):
+
+    .. math::
+        x'_i = \big\Vert_{k=1}^{H} \sum_{j \in N(i) \cup \{i\}} \alpha^k_{ij} W^k_l x_j + b,
+        \qquad
+        \alpha^k_{ij} = \mathrm{softmax}_j\Big(a^{k\top} \mathrm{LeakyReLU}\big(
+            W^k_l x_j + W^k_r x_i\big)\Big)
+
+    Laid out as PyG's ``GATv2Conv`` (``lin_l``, ``lin_r`` with biases, ``att``, ``bias``;
+    ``share_weights=False``), which it equals with the same weights on the whole graph. The
+    halo exchange carries the sources' ``W_l x_j`` rows (values and score terms at once) and
+    overlaps the owned sources' edges as in :class:`GATLayer`.
+
+    Args: as :class:`GATLayer` (no ``value_dropout``).
+    """
+
+    def __init__(self, in_dim: int, out_dim: int, heads: int = 1, concat: bool = True,
+                 negative_slope: float = 0.2, dropout: float = 0.0,
+                 add_self_loops: bool = True, bias: bool = True):
+        nn.Module.__init__(self)
+        if heads < 1:
+            raise ValueError(f"heads must be at least 1, got {heads}")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"attention dropout must be in [0, 1), got {dropout}")
+        self.in_dim, self.out_dim, self.heads, self.concat = in_dim, out_dim, heads, concat
+        self.negative_slope, self.dropout, self.value_dropout = negative_slope, dropout, 0.0
+        self.add_self_loops = add_self_loops
+        self.lin_l = nn.Linear(in_dim, heads * out_dim, bias=bias)
+        self.lin_r = nn.Linear(in_dim, heads * out_dim, bias=bias)
+        self.att = nn.Parameter(torch.empty(1, heads, out_dim))
+        width = heads * out_dim if concat else out_dim
+        self.bias = nn.Parameter(torch.empty(width)) if bias else None
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Glorot-uniform weights and attention vector, zero biases (as PyG's GATv2Conv)."""
+        for tensor in (self.lin_l.weight, self.lin_r.weight, self.att):
+            bound = math.sqrt(6.0 / (tensor.size(-2) + tensor.size(-1)))
+            nn.init.uniform_(tensor, -bound, bound)
+        for b in (self.lin_l.bias, self.lin_r.bias, self.bias):
+            if b is not None:
+                nn.init.zeros_(b)
+
+    def forward(self, x: torch.Tensor, graph: RankGraph) -> torch.Tensor:
+        targets = self.lin_r(x).view(-1, self.heads, self.out_dim)
+        return self._attention(self.lin_l(x), targets, graph)
+
+    def _edge_scores(self, src_rows: torch.Tensor, dst_terms: torch.Tensor) -> torch.Tensor:
+        """``a . LeakyReLU(W_l x_j + W_r x_i)`` per edge and head."""
+        both = src_rows.view(-1, self.heads, self.out_dim) + dst_terms
+        return (F.leaky_relu(both, self.negative_slope) * self.att).sum(dim=-1)
 
 
 def _finite_or_zero(top: torch.Tensor) -> torch.Tensor:

@@ -8,7 +8,7 @@ Model names (``gnnscale train --model``):
 - ``gat``: :class:`GATLayer` (PyG ``GATConv``); hidden layers concatenate ``heads`` heads of
   ``hidden_dim`` features, the output layer averages ``out_heads`` heads (as the GAT paper).
 - ``gin``: :class:`GINLayer` with a two-layer MLP (PyG ``GINConv``).
-- ``gatv2``: PyG's ``GATv2Conv`` through :class:`DistributedConv`, heads as ``gat``.
+- ``gatv2``: :class:`GATv2Layer` (PyG ``GATv2Conv``), heads as ``gat``.
 - ``graphconv``: PyG's ``GraphConv`` (sum aggregation) through :class:`DistributedConv`.
 """
 
@@ -22,7 +22,7 @@ from ..graph import RankGraph
 from .conv import GCNLayer, SAGELayer
 from .dropout import dropout as fast_dropout
 from .dropout import relu_dropout
-from .gat import GATLayer
+from .gat import GATLayer, GATv2Layer
 from .gin import GINLayer
 from .norms import NORMS, make_norm
 from .pyg_wrapper import DistributedConv
@@ -49,15 +49,13 @@ def build_layer(model: str, in_dim: int, out_dim: int, last: bool, *, order: str
         return GINLayer(in_dim, out_dim, eps=eps, train_eps=train_eps, order=order), out_dim
     num_heads, concat = (out_heads, False) if last else (heads, True)
     width = num_heads * out_dim if concat else out_dim
-    if model == "gat":
-        return GATLayer(in_dim, out_dim, heads=num_heads, concat=concat,
-                        dropout=attn_dropout), width
-    from torch_geometric.nn import GATv2Conv, GraphConv
-
-    if model == "gatv2":
-        conv = GATv2Conv(in_dim, out_dim, heads=num_heads, concat=concat, dropout=attn_dropout)
-        return DistributedConv(conv), width
+    if model in ("gat", "gatv2"):
+        layer = GATLayer if model == "gat" else GATv2Layer
+        return layer(in_dim, out_dim, heads=num_heads, concat=concat,
+                     dropout=attn_dropout), width
     if model == "graphconv":
+        from torch_geometric.nn import GraphConv
+
         return DistributedConv(GraphConv(in_dim, out_dim)), out_dim
     raise ValueError(f"unknown model {model!r}; choose one of {', '.join(MODEL_NAMES)}")
 

@@ -15,8 +15,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from gnnscale.data import GraphData, generate_sbm, load_dataset
-from gnnscale.nn import (GATLayer, GCNLayer, GINLayer, GNN, SAGELayer, DistributedBatchNorm,
-                         DistributedConv, LayerNorm)
+from gnnscale.nn import (GATLayer, GATv2Layer, GCNLayer, GINLayer, GNN, SAGELayer,
+                         DistributedBatchNorm, DistributedConv, LayerNorm)
 
 STEPS = 4
 LR, WEIGHT_DECAY, HIDDEN, SEED = 0.01, 5e-4, 16, 5
@@ -131,7 +131,7 @@ class WholeGraph(nn.Module):
 
 
 def _pyg_layer(layer):
-    from torch_geometric.nn import GATConv, GCNConv, GINConv, SAGEConv
+    from torch_geometric.nn import GATConv, GATv2Conv, GCNConv, GINConv, SAGEConv
 
     if isinstance(layer, DistributedConv):
         return copy.deepcopy(layer.conv)
@@ -141,6 +141,9 @@ def _pyg_layer(layer):
         conv.bias.data.copy_(layer.bias)
     elif isinstance(layer, SAGELayer):
         conv = SAGEConv(layer.in_dim, layer.out_dim, aggr=layer.aggr)
+        conv.load_state_dict(layer.state_dict())
+    elif isinstance(layer, GATv2Layer):  # before GATLayer: a subclass of it
+        conv = GATv2Conv(layer.in_dim, layer.out_dim, heads=layer.heads, concat=layer.concat)
         conv.load_state_dict(layer.state_dict())
     elif isinstance(layer, GATLayer):
         conv = GATConv(layer.in_dim, layer.out_dim, heads=layer.heads, concat=layer.concat)

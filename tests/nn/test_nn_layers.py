@@ -13,7 +13,7 @@ from torch_geometric import nn as pyg_nn
 from gnnscale.comm.single import SingleCommunicator
 from gnnscale.data import GraphData, generate_sbm
 from gnnscale.graph import LocalGraph
-from gnnscale.nn import (GATLayer, GCNLayer, GINLayer, GNN, MODEL_NAMES, SAGELayer,
+from gnnscale.nn import (GATLayer, GATv2Layer, GCNLayer, GINLayer, GNN, MODEL_NAMES, SAGELayer,
                          DistributedBatchNorm, DistributedConv, LayerNorm)
 from partitioning.local_view import build_part_view
 
@@ -65,12 +65,15 @@ def test_sage_rejects_unknown_aggregator():
 
 
 @pytest.mark.parametrize("self_loops", [True, False])
-def test_gat_equals_pyg_with_and_without_self_loops(graph_and_data, self_loops):
+@pytest.mark.parametrize("ours_cls, ref_cls", [(GATLayer, pyg_nn.GATConv),
+                                               (GATv2Layer, pyg_nn.GATv2Conv)])
+def test_gat_equals_pyg_with_and_without_self_loops(graph_and_data, self_loops, ours_cls,
+                                                     ref_cls):
     graph, x, edge_index = graph_and_data
     torch.manual_seed(1)
-    ours = GATLayer(10, 4, heads=3, concat=False, add_self_loops=self_loops, negative_slope=0.1)
-    ref = pyg_nn.GATConv(10, 4, heads=3, concat=False, add_self_loops=self_loops,
-                         negative_slope=0.1)
+    ours = ours_cls(10, 4, heads=3, concat=False, add_self_loops=self_loops, negative_slope=0.1)
+    torch.nn.init.normal_(ours.bias)  # non-zero biases, so misplaced ones show
+    ref = ref_cls(10, 4, heads=3, concat=False, add_self_loops=self_loops, negative_slope=0.1)
     ref.load_state_dict(ours.state_dict())
     x = x.clone().requires_grad_(True)
     out = ours(x, graph)
