@@ -208,6 +208,10 @@ def add_evaluation_arguments(parser) -> None:
     run_opts.add_argument("--early-stop", type=positive_int, default=None, metavar="PATIENCE",
                           help="stop when the validation metric has not improved for "
                                "PATIENCE epochs")
+    run_opts.add_argument("--eval-every", type=positive_int, default=1, metavar="N",
+                          help="evaluate after every N-th epoch and after the last (the others "
+                               "log the training loss only; early stopping is checked at "
+                               "evaluations); training is the same for any N")
     run_opts.add_argument("--checkpoint-dir", default=None, metavar="DIR",
                           help="write DIR/latest.pt (model, optimiser, epoch, every rank's "
                                "random state, the epoch records) atomically; DIR is created")

@@ -56,9 +56,11 @@ def plot_records(records: list[dict], out_path) -> Path:
     axes[0].set(title="training loss", xlabel="epoch", ylabel="loss")
     names = sorted({k for r in epochs for k in (r.get("metrics") or {})} or
                    {"train_acc", "val_acc", "test_acc"})
-    for name in names:
-        values = [(r.get("metrics") or r).get(name) for r in epochs]
-        axes[1].plot(x, values, label=name)
+    for name in names:  # evaluated epochs only (train --eval-every)
+        points = [(r["epoch"], (r.get("metrics") or r).get(name)) for r in epochs]
+        points = [(epoch, value) for epoch, value in points if value is not None]
+        axes[1].plot([p[0] for p in points], [p[1] for p in points], label=name,
+                     marker="." if len(points) < len(epochs) else None)
     axes[1].set(title="metrics", xlabel="epoch", ylim=(0, 1.02))
     axes[1].legend(fontsize=8)
     ranks = (summary or {}).get("per_rank") or []

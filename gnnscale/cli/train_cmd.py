@@ -143,6 +143,9 @@ def _maybe_resume(trainer, args, comm) -> int | None:
 
 
 def _epoch_line(record, metric: str) -> str:
+    if not record.evaluated:
+        return (f"epoch {record.epoch:4d}  loss {record.loss:.4f}  (not evaluated)  "
+                f"time {record.epoch_time_s * 1e3:.1f} ms")
     line = (f"epoch {record.epoch:4d}  loss {record.loss:.4f}  "
             f"train {record.train_acc:.4f}  val {record.val_acc:.4f}  "
             f"test {record.test_acc:.4f}  time {record.epoch_time_s * 1e3:.1f} ms")
@@ -167,8 +170,11 @@ def _train_with_progress(trainer, args, comm, writer, metric: str):
             record.profile = trainer.probe_overlap()
         writer.write(record.to_json())
         bar.update(1)
-        bar.set_postfix(loss=f"{record.loss:.4f}", val=f"{record.val_acc:.3f}",
-                        test=f"{record.test_acc:.3f}")
+        if record.evaluated:
+            bar.set_postfix(loss=f"{record.loss:.4f}", val=f"{record.val_acc:.3f}",
+                            test=f"{record.test_acc:.3f}")
+        else:
+            bar.set_postfix(loss=f"{record.loss:.4f}")
         if comm.rank == 0 and (record.epoch % log_every == 0 or record.epoch == 1):
             print_line(bar, _epoch_line(record, metric))
         if args.checkpoint_dir and (record.epoch % checkpoint_every == 0
@@ -177,6 +183,6 @@ def _train_with_progress(trainer, args, comm, writer, metric: str):
 
     try:
         return trainer.fit(args.epochs, on_epoch, patience=args.early_stop,
-                           monitor=f"val_{metric}")
+                           monitor=f"val_{metric}", eval_every=args.eval_every)
     finally:
         bar.close()

@@ -19,14 +19,15 @@ class EpochRecord:
     """What one epoch produced; ``time`` breaks ``epoch_time_s`` down (this rank's clock).
 
     ``metrics`` holds every computed ``{split}_{metric}`` (``val_f1``, ``test_auc``, ...);
-    the accuracies are also fields of their own.
+    the accuracies are also fields of their own. An epoch without evaluation (``train
+    --eval-every``) has the training loss, empty ``metrics`` and None accuracies.
     """
 
     epoch: int
     loss: float
-    train_acc: float
-    val_acc: float
-    test_acc: float
+    train_acc: float | None
+    val_acc: float | None
+    test_acc: float | None
     epoch_time_s: float
     time: dict = field(default_factory=dict)
     halo_bytes_sent: int = 0
@@ -37,6 +38,15 @@ class EpochRecord:
 
     def to_json(self) -> dict:
         return asdict(self)
+
+    @property
+    def evaluated(self) -> bool:
+        """Whether the model was evaluated after this epoch."""
+        return bool(self.metrics)
+
+    def has(self, name: str) -> bool:
+        """Whether :meth:`value` knows ``name`` for this epoch (the loss always)."""
+        return name == "loss" or name in self.metrics
 
     def value(self, name: str) -> float:
         """A metric by name (``loss``, ``val_acc``, ``val_f1``, ...)."""

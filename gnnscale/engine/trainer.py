@@ -180,8 +180,10 @@ class Trainer:
         self._summed_train_loss(self.model).backward()
         return plan.stats.reset().halo_wait_s
 
-    def run_epoch(self) -> EpochRecord:
-        """Train one epoch, evaluate, and return its record (identical numbers on every rank)."""
+    def run_epoch(self, evaluate: bool = True) -> EpochRecord:
+        """Train one epoch, evaluate (unless ``evaluate`` is False: then the record holds the
+        training loss and no metrics), and return its record (identical numbers on every
+        rank)."""
         stats = self.problem.graph.halo_plan.stats
         stats.reset()
         start = time.perf_counter()
@@ -189,14 +191,18 @@ class Trainer:
         comm_stats = stats.reset()  # the training step's exchanges only; eval's go to eval_s
         timings["halo_wait_s"] = comm_stats.halo_wait_s
         t_eval = time.perf_counter()
-        loss, values = self.evaluate(local_loss)
+        if evaluate:
+            loss, values = self.evaluate(local_loss)
+        else:  # the global training loss only
+            loss = float(self.comm.allreduce(torch.tensor([local_loss], dtype=torch.float64)))
+            values = {}
         timings["eval_s"] = time.perf_counter() - t_eval
         stats.reset()
         self.epoch += 1
         timings["compute_s"] = max(0.0, timings["forward_s"] + timings["backward_s"]
                                    - timings["halo_wait_s"] - timings["grad_allreduce_s"])
-        record = EpochRecord(epoch=self.epoch, loss=loss, train_acc=values["train_acc"],
-                             val_acc=values["val_acc"], test_acc=values["test_acc"],
+        record = EpochRecord(epoch=self.epoch, loss=loss, train_acc=values.get("train_acc"),
+                             val_acc=values.get("val_acc"), test_acc=values.get("test_acc"),
                              epoch_time_s=time.perf_counter() - start, time=timings,
                              halo_bytes_sent=comm_stats.halo_bytes_sent, metrics=values,
                              peak_rss_mb=peak_rss_mb(), staleness=self._staleness_report())
@@ -211,35 +217,42 @@ class Trainer:
         return policy.report()
 
     def fit(self, epochs: int, on_epoch: Callable[[EpochRecord], None] | None = None,
-            patience: int | None = None, monitor: str = "val_acc") -> list[EpochRecord]:
+            patience: int | None = None, monitor: str = "val_acc",
+            eval_every: int = 1) -> list[EpochRecord]:
         """Train until ``self.epoch == epochs``, calling ``on_epoch(record)`` after each epoch.
 
         patience: stop early once ``monitor`` (higher is better; ``loss``: lower) has not
         improved for this many epochs, counting the epochs of :attr:`history` (so a resumed
         run stops where the uninterrupted one would). Every rank sees the same numbers, so all
-        stop together. Returns the records of the epochs this call ran.
+        stop together. eval_every: evaluate after every ``eval_every``-th epoch and after the
+        last (default 1: every epoch); the others' records hold the training loss only, and
+        the patience is checked at evaluations. Training itself is the same either way.
+        Returns the records of the epochs this call ran.
         """
-        records, best, since_best = [], -math.inf, 0
+        if eval_every < 1:
+            raise ValueError(f"eval_every must be at least 1, got {eval_every}")
+        records, best, best_epoch = [], -math.inf, 0
         sign = -1.0 if monitor == "loss" else 1.0
 
-        def improved(record) -> bool:
-            nonlocal best, since_best
+        def stop_after(record) -> bool:
+            nonlocal best, best_epoch
+            if not record.has(monitor):
+                return False  # not evaluated
             value = sign * record.value(monitor)
             if value > best:
-                best, since_best = value, 0
-            else:
-                since_best += 1
-            return patience is not None and since_best >= patience
+                best, best_epoch = value, record.epoch
+            return patience is not None and record.epoch - best_epoch >= patience
 
-        stopped = [improved(record) for record in self.history]
+        stopped = [stop_after(record) for record in self.history]
         if stopped and stopped[-1]:
             return records  # a resumed run that had already stopped early
         while self.epoch < epochs:
-            record = self.run_epoch()
+            epoch = self.epoch + 1
+            record = self.run_epoch(evaluate=epoch % eval_every == 0 or epoch == epochs)
             records.append(record)
             if on_epoch is not None:
                 on_epoch(record)
-            if improved(record):
+            if stop_after(record):
                 break
         return records
 
@@ -272,7 +285,8 @@ def summarise(records: Iterable[EpochRecord], monitor: str = "val_acc") -> dict:
     if not records:
         return {}
     sign = -1.0 if monitor == "loss" else 1.0
-    best = max(records, key=lambda r: (sign * r.value(monitor), -r.epoch))
+    evaluated = [r for r in records if r.has(monitor)] or records[-1:]
+    best = max(evaluated, key=lambda r: (sign * r.value(monitor), -r.epoch))
     steady = records[1:] or records  # the first epoch pays one-off set-up costs
     times = {k: float(np.mean([r.time.get(k, 0.0) for r in steady])) for k in steady[0].time}
     last = records[-1]

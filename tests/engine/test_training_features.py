@@ -137,3 +137,44 @@ def test_early_stopping_and_plot(tmp_path, datasets_root):
     metrics.write_text("{not json\n")
     bad = gnnscale_cli(None, ["plot", str(metrics)])
     assert bad.returncode == 2 and "line 1 is not JSON" in bad.stderr
+
+
+def test_eval_every_leaves_training_alone_and_evaluates_every_nth_epoch_and_the_last(
+        tmp_path, datasets_root):
+    base = ["train", "--dataset", "cora", "--data-root", str(datasets_root), "--dropout", "0.5",
+            "--no-progress", "--epochs", "7"]
+    every, third = tmp_path / "every.jsonl", tmp_path / "third.jsonl"
+    png = tmp_path / "third.png"
+    for path, extra in ((every, []), (third, ["--eval-every", "3", "--plot", str(png)])):
+        result = gnnscale_cli(None, [*base, *extra, "--metrics-out", str(path)])
+        assert result.returncode == 0, result.stderr
+    assert "(not evaluated)" in result.stdout
+    assert epoch_losses(third) == epoch_losses(every)  # bit for bit: training is unchanged
+    records = [json.loads(line) for line in third.read_text().splitlines()]
+    reference = {r["epoch"]: r for r in map(json.loads, every.read_text().splitlines())
+                 if not r.get("summary")}
+    epochs, summary = records[:-1], records[-1]
+    assert [r["epoch"] for r in epochs if r["metrics"]] == [3, 6, 7]
+    for record in epochs:
+        if record["metrics"]:
+            assert record["metrics"] == reference[record["epoch"]]["metrics"]
+        else:
+            assert record["val_acc"] is None and record["test_acc"] is None
+    assert summary["best_epoch"] in (3, 6, 7)
+    assert summary["test_acc_at_best_val"] == reference[summary["best_epoch"]]["test_acc"]
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_early_stopping_is_checked_at_evaluations(tmp_path, datasets_root):
+    metrics = tmp_path / "m.jsonl"
+    result = gnnscale_cli(None, ["train", "--dataset", "cora", "--data-root",
+                                 str(datasets_root), "--epochs", "200", "--early-stop", "4",
+                                 "--eval-every", "2", "--lr", "0.2", "--no-progress",
+                                 "--metrics-out", str(metrics)])
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(metrics.read_text().splitlines()[-1])
+    assert summary["epochs"] < 200 and summary["epochs"] % 2 == 0
+    assert summary["epochs"] - summary["best_epoch"] == 4
+    bad = gnnscale_cli(None, ["train", "--dataset", "cora", "--data-root", str(datasets_root),
+                              "--eval-every", "0"])
+    assert bad.returncode == 2 and "--eval-every" in bad.stderr
