@@ -118,14 +118,19 @@ def test_predictions_gathered_per_part_and_one_process_agree(tmp_path, datasets_
     np.testing.assert_array_equal(logits, b["logits"][ids])
 
 
+def early_stopped_cora_run(metrics, datasets_root, *options) -> list[dict]:
+    """One process on Cora at lr 0.2, at most 200 epochs, with ``options``; its records."""
+    result = gnnscale_cli(None, ["train", "--dataset", "cora", "--data-root",
+                                 str(datasets_root), "--epochs", "200", "--lr", "0.2",
+                                 "--no-progress", "--metrics-out", str(metrics), *options])
+    assert result.returncode == 0, result.stderr
+    return [json.loads(line) for line in metrics.read_text().splitlines()]
+
+
 def test_early_stopping_and_plot(tmp_path, datasets_root):
     metrics = tmp_path / "m.jsonl"
-    result = gnnscale_cli(None, ["train", "--dataset", "cora", "--data-root",
-                                 str(datasets_root), "--epochs", "200", "--early-stop", "3",
-                                 "--lr", "0.2", "--metric", "f1", "--no-progress",
-                                 "--metrics-out", str(metrics)])
-    assert result.returncode == 0, result.stderr
-    records = [json.loads(line) for line in metrics.read_text().splitlines()]
+    records = early_stopped_cora_run(metrics, datasets_root, "--early-stop", "3",
+                                     "--metric", "f1")
     summary = records[-1]
     assert summary["summary"] and summary["epochs"] < 200
     assert summary["epochs"] - summary["best_epoch"] == 3  # stopped after 3 epochs without gain
@@ -166,13 +171,8 @@ def test_eval_every_leaves_training_alone_and_evaluates_every_nth_epoch_and_the_
 
 
 def test_early_stopping_is_checked_at_evaluations(tmp_path, datasets_root):
-    metrics = tmp_path / "m.jsonl"
-    result = gnnscale_cli(None, ["train", "--dataset", "cora", "--data-root",
-                                 str(datasets_root), "--epochs", "200", "--early-stop", "4",
-                                 "--eval-every", "2", "--lr", "0.2", "--no-progress",
-                                 "--metrics-out", str(metrics)])
-    assert result.returncode == 0, result.stderr
-    summary = json.loads(metrics.read_text().splitlines()[-1])
+    summary = early_stopped_cora_run(tmp_path / "m.jsonl", datasets_root, "--early-stop", "4",
+                                     "--eval-every", "2")[-1]
     assert summary["epochs"] < 200 and summary["epochs"] % 2 == 0
     assert summary["epochs"] - summary["best_epoch"] == 4
     bad = gnnscale_cli(None, ["train", "--dataset", "cora", "--data-root", str(datasets_root),
