@@ -101,11 +101,11 @@ class GATLayer(nn.Module):
         rows = torch.cat([values.reshape(-1, heads * width), score_src], dim=1)
         return self._attention(rows, score_dst, graph)
 
-    def _edge_scores(self, src_rows: torch.Tensor, dst_terms: torch.Tensor) -> torch.Tensor:
-        """Scores [E, H] of edges from their sources' exchanged rows and their destinations'
-        terms: ``LeakyReLU(a_src . W x_j + a_dst . W x_i)``."""
-        return F.leaky_relu(src_rows[:, self.heads * self.out_dim:] + dst_terms,
-                            self.negative_slope)
+    def _edge_scores(self, values: torch.Tensor, src_terms: torch.Tensor,
+                     dst_terms: torch.Tensor) -> torch.Tensor:
+        """Scores [E, H] of edges from their sources' values [E, H, C] and attention terms
+        [E, H] and their destinations' terms: ``LeakyReLU(a_src . W x_j + a_dst . W x_i)``."""
+        return F.leaky_relu(src_terms + dst_terms, self.negative_slope)
 
     def _attention(self, rows: torch.Tensor, dst_terms: torch.Tensor,
                    graph: RankGraph) -> torch.Tensor:
@@ -136,12 +136,14 @@ class GATLayer(nn.Module):
         the attention-dropped ``exp(score - top)`` times the source values.
         """
         heads, width = self.heads, self.out_dim
-        src_rows = rows.index_select(0, src)
-        scores = self._edge_scores(src_rows, dst_terms.index_select(0, dst))
+        # values and attention terms gathered apart: a gather of a slice sends its gradient
+        # back through a [rows, ...] buffer, a slice of a gather through an [edges, ...] one
+        values = rows[:, :heads * width].index_select(0, src).view(-1, heads, width)
+        src_terms = rows[:, heads * width:].index_select(0, src)
+        scores = self._edge_scores(values, src_terms, dst_terms.index_select(0, dst))
         top = scatter_max_or_minus_inf(scores, dst, n)
         weights = (scores - _finite_or_zero(top).index_select(0, dst)).exp()
         kept = fast_dropout(weights, self.dropout, self.training)
-        values = src_rows[:, :heads * width].view(-1, heads, width)
         summed = scatter_sum(kept.unsqueeze(-1) * values, dst, n)
         return top, scatter_sum(weights, dst, n), summed
 
@@ -198,10 +200,11 @@ class GATv2Layer(GATLayer):
         targets = self.lin_r(x).view(-1, self.heads, self.out_dim)
         return self._attention(self.lin_l(x), targets, graph)
 
-    def _edge_scores(self, src_rows: torch.Tensor, dst_terms: torch.Tensor) -> torch.Tensor:
-        """``a . LeakyReLU(W_l x_j + W_r x_i)`` per edge and head."""
-        both = src_rows.view(-1, self.heads, self.out_dim) + dst_terms
-        return (F.leaky_relu(both, self.negative_slope) * self.att).sum(dim=-1)
+    def _edge_scores(self, values: torch.Tensor, src_terms: torch.Tensor,
+                     dst_terms: torch.Tensor) -> torch.Tensor:
+        """``a . LeakyReLU(W_l x_j + W_r x_i)`` per edge and head (the values are
+        ``W_l x_j``; the sources send no separate terms)."""
+        return (F.leaky_relu(values + dst_terms, self.negative_slope) * self.att).sum(dim=-1)
 
 
 def _finite_or_zero(top: torch.Tensor) -> torch.Tensor:
