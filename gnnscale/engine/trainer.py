@@ -285,7 +285,7 @@ def summarise(records: Iterable[EpochRecord], monitor: str = "val_acc") -> dict:
     if not records:
         return {}
     sign = -1.0 if monitor == "loss" else 1.0
-    evaluated = [r for r in records if r.has(monitor)] or records[-1:]
+    evaluated = [r for r in records if r.has(monitor)]  # fit always evaluates the last epoch
     best = max(evaluated, key=lambda r: (sign * r.value(monitor), -r.epoch))
     steady = records[1:] or records  # the first epoch pays one-off set-up costs
     times = {k: float(np.mean([r.time.get(k, 0.0) for r in steady])) for k in steady[0].time}

@@ -62,6 +62,18 @@ class GATLayer(nn.Module):
                  negative_slope: float = 0.2, dropout: float = 0.0,
                  add_self_loops: bool = True, bias: bool = True, value_dropout: float = 0.0):
         super().__init__()
+        self._set_options(in_dim, out_dim, heads, concat, negative_slope, dropout,
+                          add_self_loops, value_dropout)
+        self.lin = nn.Linear(in_dim, heads * out_dim, bias=False)
+        self.att_src = nn.Parameter(torch.empty(1, heads, out_dim))
+        self.att_dst = nn.Parameter(torch.empty(1, heads, out_dim))
+        self.bias = nn.Parameter(torch.empty(self.output_dim)) if bias else None
+        self.reset_parameters()
+
+    def _set_options(self, in_dim: int, out_dim: int, heads: int, concat: bool,
+                     negative_slope: float, dropout: float, add_self_loops: bool,
+                     value_dropout: float) -> None:
+        """Check and keep the options both attention layers share."""
         if heads < 1:
             raise ValueError(f"heads must be at least 1, got {heads}")
         for name, p in (("attention", dropout), ("value", value_dropout)):
@@ -71,12 +83,6 @@ class GATLayer(nn.Module):
         self.negative_slope, self.dropout = negative_slope, dropout
         self.value_dropout = value_dropout
         self.add_self_loops = add_self_loops
-        self.lin = nn.Linear(in_dim, heads * out_dim, bias=False)
-        self.att_src = nn.Parameter(torch.empty(1, heads, out_dim))
-        self.att_dst = nn.Parameter(torch.empty(1, heads, out_dim))
-        width = heads * out_dim if concat else out_dim
-        self.bias = nn.Parameter(torch.empty(width)) if bias else None
-        self.reset_parameters()
 
     @property
     def output_dim(self) -> int:
@@ -85,11 +91,7 @@ class GATLayer(nn.Module):
 
     def reset_parameters(self) -> None:
         """Glorot-uniform weights and attention vectors, zero bias (as PyG's GATConv)."""
-        for tensor in (self.lin.weight, self.att_src, self.att_dst):
-            bound = math.sqrt(6.0 / (tensor.size(-2) + tensor.size(-1)))
-            nn.init.uniform_(tensor, -bound, bound)
-        if self.bias is not None:
-            nn.init.zeros_(self.bias)
+        _glorot_and_zeros((self.lin.weight, self.att_src, self.att_dst), (self.bias,))
 
     def forward(self, x: torch.Tensor, graph: RankGraph) -> torch.Tensor:
         heads, width = self.heads, self.out_dim
@@ -141,8 +143,8 @@ class GATLayer(nn.Module):
         values = rows[:, :heads * width].index_select(0, src).view(-1, heads, width)
         src_terms = rows[:, heads * width:].index_select(0, src)
         scores = self._edge_scores(values, src_terms, dst_terms.index_select(0, dst))
-        top = scatter_max_or_minus_inf(scores, dst, n)
-        weights = (scores - _finite_or_zero(top).index_select(0, dst)).exp()
+        top = scatter_max_or_minus_inf(scores, dst, n)  # finite wherever an edge arrives
+        weights = (scores - top.index_select(0, dst)).exp()
         kept = fast_dropout(weights, self.dropout, self.training)
         summed = scatter_sum(kept.unsqueeze(-1) * values, dst, n)
         return top, scatter_sum(weights, dst, n), summed
@@ -173,28 +175,18 @@ class GATv2Layer(GATLayer):
                  negative_slope: float = 0.2, dropout: float = 0.0,
                  add_self_loops: bool = True, bias: bool = True):
         nn.Module.__init__(self)
-        if heads < 1:
-            raise ValueError(f"heads must be at least 1, got {heads}")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"attention dropout must be in [0, 1), got {dropout}")
-        self.in_dim, self.out_dim, self.heads, self.concat = in_dim, out_dim, heads, concat
-        self.negative_slope, self.dropout, self.value_dropout = negative_slope, dropout, 0.0
-        self.add_self_loops = add_self_loops
+        self._set_options(in_dim, out_dim, heads, concat, negative_slope, dropout,
+                          add_self_loops, 0.0)
         self.lin_l = nn.Linear(in_dim, heads * out_dim, bias=bias)
         self.lin_r = nn.Linear(in_dim, heads * out_dim, bias=bias)
         self.att = nn.Parameter(torch.empty(1, heads, out_dim))
-        width = heads * out_dim if concat else out_dim
-        self.bias = nn.Parameter(torch.empty(width)) if bias else None
+        self.bias = nn.Parameter(torch.empty(self.output_dim)) if bias else None
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         """Glorot-uniform weights and attention vector, zero biases (as PyG's GATv2Conv)."""
-        for tensor in (self.lin_l.weight, self.lin_r.weight, self.att):
-            bound = math.sqrt(6.0 / (tensor.size(-2) + tensor.size(-1)))
-            nn.init.uniform_(tensor, -bound, bound)
-        for b in (self.lin_l.bias, self.lin_r.bias, self.bias):
-            if b is not None:
-                nn.init.zeros_(b)
+        _glorot_and_zeros((self.lin_l.weight, self.lin_r.weight, self.att),
+                          (self.lin_l.bias, self.lin_r.bias, self.bias))
 
     def forward(self, x: torch.Tensor, graph: RankGraph) -> torch.Tensor:
         targets = self.lin_r(x).view(-1, self.heads, self.out_dim)
@@ -207,8 +199,15 @@ class GATv2Layer(GATLayer):
         return (F.leaky_relu(values + dst_terms, self.negative_slope) * self.att).sum(dim=-1)
 
 
-def _finite_or_zero(top: torch.Tensor) -> torch.Tensor:
-    return torch.where(torch.isfinite(top), top, torch.zeros_like(top))
+def _glorot_and_zeros(weights, biases) -> None:
+    """Glorot-uniform ``weights`` (over their last two dimensions), zero ``biases`` (None
+    skipped)."""
+    for tensor in weights:
+        bound = math.sqrt(6.0 / (tensor.size(-2) + tensor.size(-1)))
+        nn.init.uniform_(tensor, -bound, bound)
+    for bias in biases:
+        if bias is not None:
+            nn.init.zeros_(bias)
 
 
 def _combine(parts: list) -> torch.Tensor:
@@ -222,12 +221,11 @@ def _combine(parts: list) -> torch.Tensor:
     if len(parts) == 1:
         _, total, summed = parts[0]
         return summed / (total + 1e-16).unsqueeze(-1)
-    top = _finite_or_zero(torch.stack([p[0] for p in parts]).amax(dim=0))
+    top = torch.stack([p[0] for p in parts]).amax(dim=0)
+    top = top.masked_fill(torch.isinf(top), 0.0)  # nodes without in-edges: any finite value
     total, summed = 0.0, 0.0
     for part_top, part_total, part_summed in parts:
-        finite = torch.isfinite(part_top)
-        scale = torch.where(finite, (_finite_or_zero(part_top) - top).exp(),
-                            torch.zeros_like(part_top))
+        scale = (part_top - top).exp()  # 0 for a part without edges into the node (-inf)
         total = total + part_total * scale
         summed = summed + part_summed * scale.unsqueeze(-1)
     return summed / (total + 1e-16).unsqueeze(-1)

@@ -80,7 +80,6 @@ class PerHeadInputDropout(nn.Module):
         return torch.cat([linear_map(drop(x, self.p, True), w) for w in blocks], dim=1)
 
 
-
 def train_run(problem, comm, seed: int, max_epochs: int = MAX_EPOCHS,
               as_in_code: bool = False) -> dict:
     """One run; returns the kept model's test accuracy and how many epochs ran."""
