@@ -1,6 +1,8 @@
 """Compiled CPU kernels for sparse x dense products (numba, parallel over rows).
 
-``out[i] = sum_k vals[k] * x[indices[k]]`` for ``k`` in row ``i``'s CSR range. Each output row
+``out[i] = sum_k vals[k] * x[indices[k]]`` for ``k`` in row ``i``'s CSR range, or with
+``add_to`` given ``add_to[i] += (that sum)`` in place, the sum formed first from zero so the
+result equals ``add_to + A @ x`` bit for bit without an [rows, F] temporary. Each output row
 is private to one thread, so no atomics; the feature loop vectorises. Measured on this project's
 R-MAT scale-18 graph (7.6M non-zeros, 2 threads): 7.5x faster than torch's MKL CSR product at
 128 features, 2x at 256. The sum runs over a row's non-zeros in CSR order, so results do not
@@ -28,25 +30,57 @@ def _csr_spmm(indptr, indices, values, x, out):  # pragma: no cover - compiled
     return out
 
 
+ADD_ROWS_PER_TASK = 256  # rows per parallel task of the accumulating kernel (one scratch row)
+
+
+@njit(parallel=True, fastmath=True, cache=True, nogil=True)
+def _csr_spmm_add(indptr, indices, values, x, out):  # pragma: no cover - compiled
+    rows, width = out.shape
+    tasks = (rows + ADD_ROWS_PER_TASK - 1) // ADD_ROWS_PER_TASK
+    for task in prange(tasks):
+        acc = np.empty(width, dtype=out.dtype)
+        for i in range(task * ADD_ROWS_PER_TASK, min(rows, (task + 1) * ADD_ROWS_PER_TASK)):
+            for c in range(width):
+                acc[c] = 0.0
+            for k in range(indptr[i], indptr[i + 1]):
+                j = indices[k]
+                v = values[k]
+                for c in range(width):
+                    acc[c] += v * x[j, c]
+            for c in range(width):
+                out[i, c] += acc[c]
+    return out
+
+
 PROGRESS_CHUNKS = 16  # row blocks between progress calls
 MIN_CHUNK_ROWS = 4096
 
 
 def csr_spmm(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray, x: np.ndarray,
-             num_rows: int, threads: int, progress=None) -> np.ndarray:
+             num_rows: int, threads: int, progress=None,
+             add_to: np.ndarray | None = None) -> np.ndarray:
     """``A @ x`` for a CSR matrix ``A`` (float32/float64, ``x`` C-contiguous 2-D).
 
     ``progress``: called between row blocks (e.g. ``Work.test`` of an exchange in flight, so
     that MPI moves its data while this product runs; MPI progresses only inside MPI calls).
+    ``add_to``: a C-contiguous [num_rows, F] array of ``x``'s dtype; the product is added into
+    it in place and it is returned.
     """
     if numba.get_num_threads() != threads:
         numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
-    out = np.empty((num_rows, x.shape[1]), dtype=x.dtype)
+    if add_to is None:
+        kernel, out = _csr_spmm, np.empty((num_rows, x.shape[1]), dtype=x.dtype)
+    else:
+        if (add_to.shape != (num_rows, x.shape[1]) or add_to.dtype != x.dtype
+                or not add_to.flags.c_contiguous):
+            raise ValueError(f"add_to must be a C-contiguous {x.dtype} array of shape "
+                             f"{(num_rows, x.shape[1])}, got {add_to.dtype} {add_to.shape}")
+        kernel, out = _csr_spmm_add, add_to
     if progress is None or num_rows < 2 * MIN_CHUNK_ROWS:
-        return _csr_spmm(indptr, indices, values, x, out)
+        return kernel(indptr, indices, values, x, out)
     step = max(MIN_CHUNK_ROWS, -(-num_rows // PROGRESS_CHUNKS))
     for lo in range(0, num_rows, step):
         hi = min(num_rows, lo + step)
-        _csr_spmm(indptr[lo:hi + 1], indices, values, x, out[lo:hi])
+        kernel(indptr[lo:hi + 1], indices, values, x, out[lo:hi])
         progress()
     return out

@@ -62,21 +62,28 @@ class _CSR:
             torch.from_numpy(self.values[self._stored]).to(dtype),
             size=self.shape, device=device, check_invariants=False)
 
-    def matmul(self, dense: torch.Tensor, progress=None) -> torch.Tensor:
+    def matmul(self, dense: torch.Tensor, progress=None, add_to=None) -> torch.Tensor:
         if (dense.dtype in (torch.bfloat16, torch.float16) and dense.device.type == "cpu"
                 and _kernel["name"] == "compiled"):
             # half-width rows (bf16 compute, bf16 halo messages): accumulate in float32
-            return self.matmul(dense.float(), progress).to(dense.dtype)
+            product = self.matmul(dense.float(), progress).to(dense.dtype)
+            return product if add_to is None else add_to.add_(product)
         np_dtype = _KERNEL_DTYPES.get(dense.dtype)
         if (dense.device.type == "cpu" and np_dtype is not None and dense.dim() == 2
                 and _kernel["name"] == "compiled"):
+            in_place = (add_to is not None and add_to.dtype == dense.dtype
+                        and add_to.device.type == "cpu" and add_to.is_contiguous())
             out = csr_spmm(self.indptr, self.indices, self._values(np_dtype),
                            dense.detach().contiguous().numpy(), self.shape[0],
-                           torch.get_num_threads(), progress)
-            return torch.from_numpy(out)
+                           torch.get_num_threads(), progress,
+                           add_to=add_to.detach().numpy() if in_place else None)
+            if in_place:
+                return add_to
+            return torch.from_numpy(out) if add_to is None else add_to.add_(torch.from_numpy(out))
         if self._torch is None or self._torch.dtype != dense.dtype:
             self._torch = self._torch_csr(dense.dtype, dense.device)
-        return torch.sparse.mm(self._torch, dense)
+        product = torch.sparse.mm(self._torch, dense)
+        return product if add_to is None else add_to.add_(product)
 
 
 class SparseBlock:
@@ -103,11 +110,17 @@ class SparseBlock:
                    + sum(v.nbytes for v in part.values.values())
                    for part in (self._forward, self._transpose))
 
-    def matmul(self, dense: torch.Tensor, progress=None) -> torch.Tensor:
-        """``A @ dense``: [rows, F]. ``progress()`` is called between row blocks (CPU)."""
+    def matmul(self, dense: torch.Tensor, progress=None, add_to=None) -> torch.Tensor:
+        """``A @ dense``: [rows, F]. ``progress()`` is called between row blocks (CPU).
+
+        ``add_to``: a [rows, F] tensor outside autograd's view (e.g. a fresh result inside an
+        autograd function) that receives ``add_to + A @ dense`` in place and is returned; on
+        the CPU kernel no [rows, F] temporary is made (same numbers as the sum)."""
         if self.nnz == 0 or dense.shape[0] == 0:
+            if add_to is not None:
+                return add_to
             return dense.new_zeros((self.shape[0], *dense.shape[1:]))
-        return self._forward.matmul(dense, progress)
+        return self._forward.matmul(dense, progress, add_to)
 
     def matmul_transposed(self, dense: torch.Tensor, progress=None) -> torch.Tensor:
         """``A.T @ dense``: [cols, F]."""

@@ -274,7 +274,7 @@ class StaleAggregate(torch.autograd.Function):
                                reverse=False, kind=FEATURES)
         out = inner.matmul(owned)
         if boundary.nnz:
-            out = out + boundary.matmul(halo.to(out.dtype))
+            out = boundary.matmul(halo.to(out.dtype), add_to=out)
         return out
 
     @staticmethod

@@ -71,6 +71,25 @@ def test_torch_kernel_reads_the_same_arrays():
     torch.testing.assert_close(through_torch, compiled, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("kernel,dtype", [("compiled", torch.float32),
+                                          ("compiled", torch.bfloat16),
+                                          ("torch", torch.float32)])
+def test_product_added_into_a_tensor_in_place(kernel, dtype):
+    matrix = _matrix()
+    block = SparseBlock(matrix, torch.float32)
+    x, base = torch.randn(200, 6).to(dtype), torch.randn(300, 6).to(dtype)
+    sparse_module.set_cpu_kernel(kernel)
+    try:
+        expected = base + block.matmul(x)
+        target = base.clone()
+        assert block.matmul(x, add_to=target) is target
+    finally:
+        sparse_module.set_cpu_kernel("compiled")
+    assert torch.equal(target, expected)  # the sum, bit for bit
+    empty = SparseBlock(sp.csr_matrix((300, 200)), torch.float32)
+    assert empty.matmul(x, add_to=target) is target and torch.equal(target, expected)
+
+
 def _one_rank_graph():
     data = generate_sbm(num_nodes=200, num_features=6, avg_degree=4.0, seed=1)
     view = build_part_view(data, np.zeros(data.num_nodes, dtype=np.int64), 0, num_parts=1)
