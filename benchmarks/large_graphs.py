@@ -25,7 +25,8 @@ Steps:
                    their sum, the job's peak total PSS (all its processes sampled together,
                    benchmarks/job_memory.py), and the ratios to the one-process run;
                    ``--allocator lean`` runs both with glibc's allocator defaults
-                   (GNNSCALE_RETAIN_MEMORY=0; key suffix ``/lean``).
+                   (GNNSCALE_RETAIN_MEMORY=0; key suffix ``/lean``); GCN of ``--layers``
+                   x ``--hidden`` (key suffix ``/LxH`` unless 2 x 64).
   rmat21-peers     DGL 2.1.0 and PyG (CSR adjacency) in one process on the same graph and
                    models (benchmarks/large_graph_peer.py), as installed and with the allocator
                    setting gnnscale gives itself (GLIBC_TUNABLES below).
@@ -70,6 +71,8 @@ def parse_args(argv=None):
     parser.add_argument("--epochs", type=int, default=4)
     parser.add_argument("--models", nargs="+", default=["gcn", "sage"])
     parser.add_argument("--hidden", type=int, default=256, help="hidden width (3 layers)")
+    parser.add_argument("--layers", type=int, default=2,
+                        help="rmat21-inmemory: GCN layers (the other steps train 3)")
     parser.add_argument("--keep", action="store_true", help="keep the rmat24 folders")
     parser.add_argument("--partitioner", default="metis", help="for the rmat21-inmemory step")
     parser.add_argument("--balance", default=None, help="balance targets (rmat21-inmemory)")
@@ -263,14 +266,15 @@ def step_rmat21_inmemory(args, work: Path) -> dict:
     allocator = {"GNNSCALE_RETAIN_MEMORY": "0"} if args.allocator == "lean" else None
     runs = {"ranks_4": train_run(4, ["--dataset", str(graph), "--partitioner",
                                      args.partitioner, *balance], "gcn", 2, work / "mem4.jsonl",
-                                 layers=2, hidden=args.hidden, sample_memory=True,
+                                 layers=args.layers, hidden=args.hidden, sample_memory=True,
                                  extra_env=allocator),
             "one_process": train_run(None, ["--dataset", str(graph)], "gcn", 2,
-                                     work / "mem1.jsonl", layers=2, hidden=args.hidden,
-                                     sample_memory=True, extra_env=allocator)}
+                                     work / "mem1.jsonl", layers=args.layers,
+                                     hidden=args.hidden, sample_memory=True,
+                                     extra_env=allocator)}
     one = runs["one_process"]["peak_rss_bytes"]
     ranks = [r["peak_rss_mb"] * 2**20 for r in runs["ranks_4"]["per_rank"]]
-    runs["config"] = {"model": "gcn", "layers": 2, "hidden": args.hidden,
+    runs["config"] = {"model": "gcn", "layers": args.layers, "hidden": args.hidden,
                       "partitioner": args.partitioner, "balance": args.balance,
                       "allocator": args.allocator}
     job = {name: runs[name]["job_memory"]["peak_total_pss_bytes"]
@@ -325,7 +329,8 @@ def main() -> None:
     report = json.loads(out.read_text()) if out.exists() else {"benchmark": "large_graphs"}
     key = args.step if args.step != "rmat21-inmemory" else \
         f"{args.step}/{args.partitioner}/{args.balance or 'nodes'}" + \
-        ("/lean" if args.allocator == "lean" else "")
+        ("/lean" if args.allocator == "lean" else "") + \
+        ("" if (args.layers, args.hidden) == (2, 64) else f"/{args.layers}x{args.hidden}")
     report[key] = result
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=1))

@@ -58,22 +58,30 @@ LOADING = {
     "converted": (0.0, 0.0),
 }
 
-#: partitioner -> working bytes (per edge, per node) on top of the graph.
+#: partitioner -> working bytes (per edge, per node, fixed) on top of the graph.
 PARTITIONING = {
-    "random": (0.0, 16.0),
-    "block": (0.0, 16.0),
+    "random": (0.0, 16.0, 0.0),
+    "block": (0.0, 16.0, 0.0),
     # pymetis: symmetric int64 adjacency, its int32 copy, METIS's own graph, the part views
     # built for the summary (100 B per edge: `gnnscale partition --method metis`, R-MAT 18)
-    "metis": (100.0, 64.0),
-    # multilevel libraries without a measurement here: METIS's figure (a plan errs on caution)
-    "kaminpar": (100.0, 64.0),
-    "parhip": (100.0, 64.0),
+    "metis": (100.0, 64.0, 0.0),
+    # gnnscale writes the undirected adjacency as a ParHIP file (page cache, not the process's
+    # memory) through a transposed copy of the CSR; the bindings read it into their own CSR and
+    # coarsen it; the fixed part is the library and its thread pool (44-73 MiB on small graphs).
+    # Measured beyond the mapped graph, 2 threads, 4-256 parts, with and without `--balance
+    # nodes,edges` (its weights and rebalancing pass give the upper figures): R-MAT 18 (7.6M
+    # entries) 117-160 MiB, R-MAT 21 (63.5M) 631-756 MiB: 9-11 B per entry beyond 80 MiB.
+    # Symmetric graphs (the loaders' default); a directed one's file holds up to twice its
+    # entries (4M directed random edges: 183-192 MiB)
+    "kaminpar": (14.0, 64.0, 80.0 * 2**20),
+    # multilevel library without a measurement here: METIS's figure (a plan errs on caution)
+    "parhip": (100.0, 64.0, 0.0),
     # streaming: int64 assignment, per-part loads, the edge order
-    "ldg": (16.0, 24.0),
-    "fennel": (16.0, 24.0),
+    "ldg": (16.0, 24.0, 0.0),
+    "fennel": (16.0, 24.0, 0.0),
     # vertex cuts: int64 (src, dst), a shuffled order, the edge assignment, replica sets
-    "libra": (40.0, 32.0),
-    "hdrf": (40.0, 32.0),
+    "libra": (40.0, 32.0, 0.0),
+    "hdrf": (40.0, 32.0, 0.0),
 }
 
 #: growth of the training and evaluation phases (beyond the runtime) when the allocator keeps
@@ -142,9 +150,10 @@ def balanced_workload(shape: DatasetShape, parts: int, edge_imbalance: float = 1
                                 num_nodes=shape.num_nodes, num_edges=shape.num_edges)
 
 
-def partitioning_cost(method: str) -> tuple[float, float]:
-    """(bytes per edge, bytes per node) a partitioner works with; a method without an entry is
-    assumed to need as much as the hungriest known one (a plan errs on the side of caution)."""
+def partitioning_cost(method: str) -> tuple[float, float, float]:
+    """(bytes per edge, bytes per node, fixed bytes) a partitioner works with; a method without
+    an entry is assumed to need as much as the hungriest known one (a plan errs on the side of
+    caution)."""
     if method in PARTITIONING:
         return PARTITIONING[method]
     return max(PARTITIONING.values())
@@ -252,9 +261,9 @@ def plan_memory(shape: DatasetShape, spec, work: dict, *, partition_method: str 
     if mode in ("in-memory", "partition"):
         phases["load"] = loading
         if partition_method is not None:
-            pe, pn = partitioning_cost(partition_method)
+            pe, pn, fixed = partitioning_cost(partition_method)
             part = base + (touched if mode == "in-memory" else graph) + 8.0 * n
-            part[0] = base[0] + graph + 8.0 * n + pe * e + pn * n
+            part[0] = base[0] + graph + 8.0 * n + pe * e + pn * n + fixed
             phases["partition"] = part
     if mode == "partition":
         largest = float(np.max(local_edges * 8 + work["nodes"] * (4.0 * shape.num_features

@@ -28,10 +28,11 @@ def test_in_memory_training_rank_0_loads_and_partitions_the_others_map_their_row
     load = plan["phases"]["load"]
     base = BASELINE_BYTES["train"]
     assert load[0] > base + SHAPE.graph_bytes and np.all(load[1:] == base)
-    per_edge, per_node = PARTITIONING["metis"]
+    per_edge, per_node, fixed = PARTITIONING["metis"]
     part = plan["phases"]["partition"]
     assert part[0] == pytest.approx(base + SHAPE.graph_bytes + 8 * SHAPE.num_nodes
-                                    + per_edge * SHAPE.num_edges + per_node * SHAPE.num_nodes)
+                                    + per_edge * SHAPE.num_edges + per_node * SHAPE.num_nodes
+                                    + fixed)
     assert part[1] < part[0] - SHAPE.graph_bytes / 2  # a quarter of the rows, plus halo
     one = plan_memory(SHAPE, GCN, balanced_workload(SHAPE, 1))
     assert one["phases"]["load"][0] == load[0]  # one process loads it itself
@@ -84,3 +85,41 @@ def test_partition_mode_and_unknown_inputs():
         plan_memory(SHAPE, GCN, balanced_workload(SHAPE, 2), mode="later")
     with pytest.raises(PartitionError, match="parts=200000"):
         balanced_workload(SHAPE, 200_000)
+
+
+MEASURE_KAMINPAR = """
+import sys, threading, time
+import numpy as np
+from partitioning import make_partitioner
+from partitioning.graph import CSRGraph
+def rss():
+    return int(open("/proc/self/statm").read().split()[1]) * 4096
+rng = np.random.default_rng(3)  # 4M symmetric entries: a plan counts both directions
+src, dst = rng.integers(0, 200_000, (2, 2_000_000))
+graph = CSRGraph.from_edge_index(src, dst, 200_000, symmetrize=True, remove_self_loops=True)
+peak, done = [rss()], []
+def sample():
+    while not done:
+        peak[0] = max(peak[0], rss())
+        time.sleep(0.01)
+before = rss()
+thread = threading.Thread(target=sample)
+thread.start()
+make_partitioner("kaminpar", num_parts=16, balance=("nodes", "edges")).fit(graph)
+done.append(1)
+thread.join()
+print(peak[0] - before, graph.num_nodes, len(graph.indices))
+"""
+
+
+def test_kaminpar_plan_covers_its_measured_working_memory():
+    pytest.importorskip("kaminpar")
+    import subprocess
+    import sys
+    proc = subprocess.run([sys.executable, "-c", MEASURE_KAMINPAR], capture_output=True,
+                          text=True, check=True)
+    working, n, e = (int(v) for v in proc.stdout.split())
+    per_edge, per_node, fixed = partitioning_cost("kaminpar")
+    planned = per_edge * e + per_node * n + fixed
+    assert working <= planned  # the plan errs on the safe side
+    assert planned < partitioning_cost("metis")[0] * e  # and not by METIS's margin
