@@ -2,11 +2,15 @@
 
 ``out = A_inner @ owned + A_boundary @ halo`` where ``halo`` lives on other ranks.
 
-Forward: post the halo exchange -> ``A_inner @ owned`` -> wait -> ``+= A_boundary @ halo``.
+Forward: post the halo exchange -> ``A_inner @ owned`` -> wait -> ``+= A_boundary @ halo``
+(added into the inner product's rows in place).
 The inner product runs in row blocks with a test of the exchange between them, so the exchange
 progresses (MPI moves data only inside MPI calls) while this rank computes.
 Backward mirrors it: ``A_boundary.T @ grad`` first and post its reverse exchange ->
 ``A_inner.T @ grad`` while it travels -> wait -> add the returned rows into their owners.
+
+Rows wider than the plan's ``chunk_bytes`` allow travel in column blocks, one in flight while
+the previous one is used (:class:`DistributedAggregate`).
 
 With ``plan.configure(overlap=False)`` each exchange is waited for right after it is posted: the
 same numbers, with the whole communication time exposed (for measuring what overlap hides).
@@ -26,21 +30,45 @@ def _progress(work, received):
     return work.test if work is not None and received is None else None
 
 
+def _columns(tensor: torch.Tensor, cols: slice) -> torch.Tensor:
+    return tensor if cols == slice(0, tensor.shape[-1]) else tensor[:, cols]
+
+
+def _column_blocks(plan: HaloPlan, tensor: torch.Tensor) -> list[slice]:
+    if tensor.dim() != 2:
+        return [slice(0, tensor.shape[-1])]
+    return plan.column_blocks(tensor.shape[1], tensor.element_size())
+
+
 class DistributedAggregate(torch.autograd.Function):
-    """Autograd function behind :func:`aggregate`."""
+    """Autograd function behind :func:`aggregate`.
+
+    Wide rows travel in column blocks (:meth:`HaloPlan.column_blocks`): the next block's
+    exchange is posted before the current one is added in, so one block is in flight while
+    another is used, and a rank never holds its whole halo at once. Every output element is
+    the same sum as with one block."""
 
     @staticmethod
     def forward(ctx, owned: torch.Tensor, inner: SparseBlock, boundary: SparseBlock,
                 plan: HaloPlan) -> torch.Tensor:
         ctx.blocks = (inner, boundary, plan)
-        work = plan.post_forward(owned) if plan.exchanges_anything else None
-        halo = plan.wait(work) if work is not None and not plan.overlap else None
+        if not plan.exchanges_anything:
+            return inner.matmul(owned)
+        blocks = _column_blocks(plan, owned)
+        work = plan.post_forward(_columns(owned, blocks[0]))
+        halo = plan.wait(work) if not plan.overlap else None
         out = inner.matmul(owned, _progress(work, halo))
-        if work is not None:
+        for i, cols in enumerate(blocks):
             if halo is None:
                 halo = plan.wait(work)
+            following = next_work = None
+            if i + 1 < len(blocks):  # posted now: it travels while this block is added in
+                work = next_work = plan.post_forward(_columns(owned, blocks[i + 1]))
+                following = plan.wait(work) if not plan.overlap else None
             if boundary.nnz:  # added into out: no second [num_owned, F] tensor
-                out = boundary.matmul(halo.to(out.dtype), add_to=out)
+                boundary.matmul(halo.to(out.dtype), _progress(next_work, following),
+                                add_to=_columns(out, cols))
+            halo = following
         return out
 
     @staticmethod
@@ -52,15 +80,25 @@ class DistributedAggregate(torch.autograd.Function):
             # layers, so every rank skips the same collective.
             return None, None, None, None
         grad_out = grad_out.contiguous()
-        work = None
-        if plan.exchanges_anything:
-            halo_grad = boundary.matmul_transposed(grad_out)
-            work = plan.post_backward(halo_grad)
-        sent_grad = plan.wait(work) if work is not None and not plan.overlap else None
+        if not plan.exchanges_anything:
+            return inner.matmul_transposed(grad_out), None, None, None
+        blocks = _column_blocks(plan, grad_out)
+
+        def post(cols):
+            return plan.post_backward(boundary.matmul_transposed(_columns(grad_out, cols)))
+
+        work = post(blocks[0])
+        sent_grad = plan.wait(work) if not plan.overlap else None
         grad_owned = inner.matmul_transposed(grad_out, _progress(work, sent_grad))
-        if work is not None:
-            plan.accumulate_into_owned(grad_owned, sent_grad if sent_grad is not None
-                                       else plan.wait(work))
+        for i, cols in enumerate(blocks):
+            if sent_grad is None:
+                sent_grad = plan.wait(work)
+            following = None
+            if i + 1 < len(blocks):
+                work = post(blocks[i + 1])
+                following = plan.wait(work) if not plan.overlap else None
+            plan.accumulate_into_owned(_columns(grad_owned, cols), sent_grad)
+            sent_grad = following
         return grad_owned, None, None, None
 
 

@@ -25,6 +25,9 @@ from ..comm import Communicator, Work
 from .staleness_netsim import SlowNetwork
 
 _UNCHANGED = object()
+#: an aggregation's exchange goes in column blocks when the largest send or receive buffer of
+#: any rank would exceed this (:meth:`HaloPlan.column_blocks`)
+DEFAULT_CHUNK_BYTES = 64 * 2**20
 
 
 @dataclass
@@ -56,6 +59,8 @@ class HaloPlan:
     overlap: bool = True
     message_dtype: torch.dtype | None = None
     align_posts: bool = False
+    chunk_bytes: int | None = DEFAULT_CHUNK_BYTES
+    _largest_rows: int | None = field(default=None, repr=False)
 
     @classmethod
     def from_part_view(cls, view, comm: Communicator, device="cpu") -> "HaloPlan":
@@ -72,7 +77,8 @@ class HaloPlan:
         return self.comm.size > 1
 
     def configure(self, *, overlap=_UNCHANGED, message_dtype=_UNCHANGED,
-                  simulate_network=_UNCHANGED, align_posts=_UNCHANGED) -> "HaloPlan":
+                  simulate_network=_UNCHANGED, align_posts=_UNCHANGED,
+                  chunk_bytes=_UNCHANGED) -> "HaloPlan":
         """Set how exchanges travel; arguments not given stay as they are. Returns the plan.
 
         Args:
@@ -87,6 +93,10 @@ class HaloPlan:
             align_posts: True: every rank meets at a barrier before each post, so a wait
                 measures the exchange itself, not a slower peer arriving late (the trainer's
                 overlap probe only). Default False.
+            chunk_bytes: largest send or receive buffer of one aggregation's exchange; wider
+                rows go in column blocks (:meth:`column_blocks`), so a rank never holds its
+                whole halo of a wide layer at once. None: one exchange per aggregation.
+                Default :data:`DEFAULT_CHUNK_BYTES`. Must be the same on every rank.
         """
         if overlap is not _UNCHANGED:
             self.overlap = bool(overlap)
@@ -101,7 +111,31 @@ class HaloPlan:
                                                                           *simulate_network)
         if align_posts is not _UNCHANGED:
             self.align_posts = bool(align_posts)
+        if chunk_bytes is not _UNCHANGED:
+            if chunk_bytes is not None and (not isinstance(chunk_bytes, int)
+                                            or isinstance(chunk_bytes, bool)
+                                            or chunk_bytes < 1):
+                raise ValueError(f"chunk_bytes must be a positive int or None, got "
+                                 f"{chunk_bytes!r}")
+            self.chunk_bytes = chunk_bytes
         return self
+
+    def column_blocks(self, width: int, element_size: int) -> list[slice]:
+        """Column ranges of ``[rows, width]`` features to exchange one after the other: one
+        range unless the largest send or receive buffer of any rank (one all-reduce, the first
+        time) would exceed ``chunk_bytes``; then as few equal blocks as keep each under it (at
+        least one column). Every rank gets the same blocks, as the exchanges must match."""
+        if self.chunk_bytes is None or width <= 1 or not self.exchanges_anything:
+            return [slice(0, width)]
+        if self._largest_rows is None:
+            mine = max(int(sum(self.send_counts)), int(self.num_halo))
+            self._largest_rows = int(self.comm.allreduce_scalar(float(mine), op="max"))
+        per_column = max(1, self._largest_rows * element_size)
+        if per_column * width <= self.chunk_bytes:
+            return [slice(0, width)]
+        blocks = -(-width // max(1, self.chunk_bytes // per_column))
+        step = -(-width // blocks)
+        return [slice(lo, min(width, lo + step)) for lo in range(0, width, step)]
 
     def counts(self, reverse: bool = False) -> tuple[list, list]:
         """``(send_counts, recv_counts)`` of a forward exchange (owners to halos), or with

@@ -63,8 +63,8 @@ def csr_spmm(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray, x: np.
 
     ``progress``: called between row blocks (e.g. ``Work.test`` of an exchange in flight, so
     that MPI moves its data while this product runs; MPI progresses only inside MPI calls).
-    ``add_to``: a C-contiguous [num_rows, F] array of ``x``'s dtype; the product is added into
-    it in place and it is returned.
+    ``add_to``: a [num_rows, F] array of ``x``'s dtype whose rows are contiguous (e.g. a block
+    of a wider array's columns); the product is added into it in place and it is returned.
     """
     if numba.get_num_threads() != threads:
         numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
@@ -72,9 +72,10 @@ def csr_spmm(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray, x: np.
         kernel, out = _csr_spmm, np.empty((num_rows, x.shape[1]), dtype=x.dtype)
     else:
         if (add_to.shape != (num_rows, x.shape[1]) or add_to.dtype != x.dtype
-                or not add_to.flags.c_contiguous):
-            raise ValueError(f"add_to must be a C-contiguous {x.dtype} array of shape "
-                             f"{(num_rows, x.shape[1])}, got {add_to.dtype} {add_to.shape}")
+                or add_to.strides[-1] != add_to.itemsize):
+            raise ValueError(f"add_to must be a {x.dtype} array of shape "
+                             f"{(num_rows, x.shape[1])} with contiguous rows, got "
+                             f"{add_to.dtype} {add_to.shape} strides {add_to.strides}")
         kernel, out = _csr_spmm_add, add_to
     if progress is None or num_rows < 2 * MIN_CHUNK_ROWS:
         return kernel(indptr, indices, values, x, out)

@@ -72,7 +72,7 @@ class _CSR:
         if (dense.device.type == "cpu" and np_dtype is not None and dense.dim() == 2
                 and _kernel["name"] == "compiled"):
             in_place = (add_to is not None and add_to.dtype == dense.dtype
-                        and add_to.device.type == "cpu" and add_to.is_contiguous())
+                        and add_to.device.type == "cpu" and add_to.stride(-1) == 1)
             out = csr_spmm(self.indptr, self.indices, self._values(np_dtype),
                            dense.detach().contiguous().numpy(), self.shape[0],
                            torch.get_num_threads(), progress,
@@ -114,8 +114,9 @@ class SparseBlock:
         """``A @ dense``: [rows, F]. ``progress()`` is called between row blocks (CPU).
 
         ``add_to``: a [rows, F] tensor outside autograd's view (e.g. a fresh result inside an
-        autograd function) that receives ``add_to + A @ dense`` in place and is returned; on
-        the CPU kernel no [rows, F] temporary is made (same numbers as the sum)."""
+        autograd function, or a block of its columns) that receives ``add_to + A @ dense`` in
+        place and is returned; on the CPU kernel no [rows, F] temporary is made (same numbers
+        as the sum)."""
         if self.nnz == 0 or dense.shape[0] == 0:
             if add_to is not None:
                 return add_to

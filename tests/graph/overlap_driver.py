@@ -1,4 +1,5 @@
-"""Under mpirun: overlapped vs waited-at-once exchanges, bf16 halos, the constant-input cache.
+"""Under mpirun: overlapped vs waited-at-once exchanges, bf16 halos, exchanges in column
+blocks, the constant-input cache.
 
 Usage: mpirun -n P python overlap_driver.py DATASETS_ROOT OUT.npz
 """
@@ -15,9 +16,11 @@ from gnnscale.nn import GNN
 from partitioning import make_partitioner
 
 
-def train(problem, comm, data, model_name, overlap, halo_dtype):
+def train(problem, comm, data, model_name, overlap, halo_dtype, chunk_bytes=None):
     plan = problem.graph.halo_plan
-    plan.configure(overlap=overlap, message_dtype=halo_dtype)
+    # small enough that every exchange of 16-wide rows goes in several column blocks
+    plan.configure(overlap=overlap, message_dtype=halo_dtype, chunk_bytes=chunk_bytes)
+    assert chunk_bytes is None or len(plan.column_blocks(16, 4)) >= 4
     torch.manual_seed(0)
     model = GNN(model_name, data.num_features, 16, data.num_classes, dropout=0.5)
     trainer = Trainer(model, problem, comm, seed=1)
@@ -34,9 +37,12 @@ def main():
     problem = LocalProblem.from_graph_data(data, parts, comm)
     out = {}
     for model_name in ("gcn", "sage", "sage-max", "gat"):
-        for name, overlap, dtype in (("overlap", True, None), ("waited", False, None),
-                                     ("bf16", True, torch.bfloat16)):
-            losses, logits = train(problem, comm, data, model_name, overlap, dtype)
+        for name, overlap, dtype, chunk in (("overlap", True, None, None),
+                                            ("waited", False, None, None),
+                                            ("bf16", True, torch.bfloat16, None),
+                                            ("blocks", True, None, 256),
+                                            ("blocks-waited", False, None, 256)):
+            losses, logits = train(problem, comm, data, model_name, overlap, dtype, chunk)
             out[f"{model_name}/{name}/losses"] = losses
             out[f"{model_name}/{name}/logits_rank{comm.rank}"] = logits
     pieces = comm.allgather_object(out)

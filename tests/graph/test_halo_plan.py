@@ -46,6 +46,43 @@ def test_bad_settings_are_refused():
         plan.configure(message_dtype="bfloat16")
     with pytest.raises(ValueError, match="bandwidth_bps > 0"):
         plan.configure(simulate_network=(0.0, 0.0))
+    for bad in (0, -5, 1.5, True, "64M"):
+        with pytest.raises(ValueError, match="chunk_bytes must be a positive int or None"):
+            plan.configure(chunk_bytes=bad)
+
+
+class _PeerWithMoreRows(SingleCommunicator):
+    """Two ranks as far as the plan can tell; the other one sends or receives 1,000 rows."""
+
+    def __init__(self):
+        super().__init__()
+        self.reductions = 0
+
+    @property
+    def size(self) -> int:
+        return 2
+
+    def allreduce_scalar(self, value, op="sum"):
+        assert op == "max"
+        self.reductions += 1
+        return max(float(value), 1000.0)
+
+
+def test_column_blocks_keep_every_rank_under_chunk_bytes_with_the_same_split():
+    comm = _PeerWithMoreRows()
+    plan = HaloPlan(comm=comm, num_owned=10, num_halo=7, send_index=torch.arange(3),
+                    send_counts=[0, 3], recv_counts=[0, 7])
+    assert plan.column_blocks(64, 4) == [slice(0, 64)]  # 1,000 x 64 x 4 B: under 64 MiB
+    plan.configure(chunk_bytes=1000 * 4 * 10)  # the peer's 1,000 rows: 10 columns a block
+    assert plan.column_blocks(64, 4) == [slice(lo, min(64, lo + 10)) for lo in range(0, 64, 10)]
+    plan.configure(chunk_bytes=1000 * 4 * 9)  # 9 columns fit: 8 blocks, so 8 equal ones
+    assert plan.column_blocks(64, 4) == [slice(lo, lo + 8) for lo in range(0, 64, 8)]
+    assert plan.column_blocks(8, 4) == [slice(0, 8)]  # fits in one block
+    assert plan.column_blocks(64, 1000 * 4 * 9 * 2) == [slice(i, i + 1) for i in range(64)]
+    assert comm.reductions == 1  # the largest buffer is agreed on once
+    plan.configure(chunk_bytes=None)
+    assert plan.column_blocks(64, 4) == [slice(0, 64)]
+    assert _plan().configure(chunk_bytes=1).column_blocks(64, 4) == [slice(0, 64)]  # 1 rank
 
 
 def test_post_sends_in_the_message_dtype_and_counts_bytes():
