@@ -70,7 +70,8 @@ PARTITIONING = {
     # coarsen it; the fixed part is the library and its thread pool (44-73 MiB on small graphs).
     # Measured beyond the mapped graph, 2 threads, 4-256 parts, with and without `--balance
     # nodes,edges` (its weights and rebalancing pass give the upper figures): R-MAT 18 (7.6M
-    # entries) 117-160 MiB, R-MAT 21 (63.5M) 631-756 MiB: 9-11 B per entry beyond 80 MiB.
+    # entries) 117-160 MiB, R-MAT 21 (63.5M) 631-756 MiB, R-MAT 22 (128.3M, 256 parts)
+    # 1,253 MiB: 9-11 B per entry beyond 80 MiB.
     # Symmetric graphs (the loaders' default); a directed one's file holds up to twice its
     # entries (4M directed random edges: 183-192 MiB)
     "kaminpar": (14.0, 64.0, 80.0 * 2**20),
