@@ -40,6 +40,31 @@ def _column_blocks(plan: HaloPlan, tensor: torch.Tensor) -> list[slice]:
     return plan.column_blocks(tensor.shape[1], tensor.element_size())
 
 
+def _exchange_in_blocks(plan: HaloPlan, blocks: list[slice], post, local_work):
+    """Post the first block's exchange, run ``local_work(progress)`` while it travels, then
+    hand out each block's received rows in turn, the next block posted before the current one
+    is handed out. Returns ``(local result, iterator of (cols, rows, progress))``, where
+    ``progress`` tests the next block's exchange while the caller uses the current rows. The
+    iterator must be run to its end (every rank posts every block)."""
+    work = post(blocks[0])
+    received = plan.wait(work) if not plan.overlap else None
+    result = local_work(_progress(work, received))
+
+    def arrivals():
+        nonlocal work, received
+        for i, cols in enumerate(blocks):
+            if received is None:
+                received = plan.wait(work)
+            following = next_work = None
+            if i + 1 < len(blocks):  # posted now: it travels while this block is used
+                work = next_work = post(blocks[i + 1])
+                following = plan.wait(work) if not plan.overlap else None
+            yield cols, received, _progress(next_work, following)
+            received = following
+
+    return result, arrivals()
+
+
 class DistributedAggregate(torch.autograd.Function):
     """Autograd function behind :func:`aggregate`.
 
@@ -54,21 +79,13 @@ class DistributedAggregate(torch.autograd.Function):
         ctx.blocks = (inner, boundary, plan)
         if not plan.exchanges_anything:
             return inner.matmul(owned)
-        blocks = _column_blocks(plan, owned)
-        work = plan.post_forward(_columns(owned, blocks[0]))
-        halo = plan.wait(work) if not plan.overlap else None
-        out = inner.matmul(owned, _progress(work, halo))
-        for i, cols in enumerate(blocks):
-            if halo is None:
-                halo = plan.wait(work)
-            following = next_work = None
-            if i + 1 < len(blocks):  # posted now: it travels while this block is added in
-                work = next_work = plan.post_forward(_columns(owned, blocks[i + 1]))
-                following = plan.wait(work) if not plan.overlap else None
+        out, arrivals = _exchange_in_blocks(
+            plan, _column_blocks(plan, owned),
+            lambda cols: plan.post_forward(_columns(owned, cols)),
+            lambda progress: inner.matmul(owned, progress))
+        for cols, halo, progress in arrivals:
             if boundary.nnz:  # added into out: no second [num_owned, F] tensor
-                boundary.matmul(halo.to(out.dtype), _progress(next_work, following),
-                                add_to=_columns(out, cols))
-            halo = following
+                boundary.matmul(halo.to(out.dtype), progress, add_to=_columns(out, cols))
         return out
 
     @staticmethod
@@ -82,23 +99,12 @@ class DistributedAggregate(torch.autograd.Function):
         grad_out = grad_out.contiguous()
         if not plan.exchanges_anything:
             return inner.matmul_transposed(grad_out), None, None, None
-        blocks = _column_blocks(plan, grad_out)
-
-        def post(cols):
-            return plan.post_backward(boundary.matmul_transposed(_columns(grad_out, cols)))
-
-        work = post(blocks[0])
-        sent_grad = plan.wait(work) if not plan.overlap else None
-        grad_owned = inner.matmul_transposed(grad_out, _progress(work, sent_grad))
-        for i, cols in enumerate(blocks):
-            if sent_grad is None:
-                sent_grad = plan.wait(work)
-            following = None
-            if i + 1 < len(blocks):
-                work = post(blocks[i + 1])
-                following = plan.wait(work) if not plan.overlap else None
+        grad_owned, arrivals = _exchange_in_blocks(
+            plan, _column_blocks(plan, grad_out),
+            lambda cols: plan.post_backward(boundary.matmul_transposed(_columns(grad_out, cols))),
+            lambda progress: inner.matmul_transposed(grad_out, progress))
+        for cols, sent_grad, _ in arrivals:
             plan.accumulate_into_owned(_columns(grad_owned, cols), sent_grad)
-            sent_grad = following
         return grad_owned, None, None, None
 
 

@@ -37,6 +37,11 @@ def set_cpu_kernel(name: str) -> None:
     _kernel["name"] = name
 
 
+def _sum_into(add_to, product: torch.Tensor) -> torch.Tensor:
+    """``product``, or ``add_to`` with ``product`` added in place when one is given."""
+    return product if add_to is None else add_to.add_(product)
+
+
 class _CSR:
     """One orientation of the matrix: the kernel's arrays, a torch CSR built lazily."""
 
@@ -66,8 +71,7 @@ class _CSR:
         if (dense.dtype in (torch.bfloat16, torch.float16) and dense.device.type == "cpu"
                 and _kernel["name"] == "compiled"):
             # half-width rows (bf16 compute, bf16 halo messages): accumulate in float32
-            product = self.matmul(dense.float(), progress).to(dense.dtype)
-            return product if add_to is None else add_to.add_(product)
+            return _sum_into(add_to, self.matmul(dense.float(), progress).to(dense.dtype))
         np_dtype = _KERNEL_DTYPES.get(dense.dtype)
         if (dense.device.type == "cpu" and np_dtype is not None and dense.dim() == 2
                 and _kernel["name"] == "compiled"):
@@ -77,13 +81,10 @@ class _CSR:
                            dense.detach().contiguous().numpy(), self.shape[0],
                            torch.get_num_threads(), progress,
                            add_to=add_to.detach().numpy() if in_place else None)
-            if in_place:
-                return add_to
-            return torch.from_numpy(out) if add_to is None else add_to.add_(torch.from_numpy(out))
+            return add_to if in_place else _sum_into(add_to, torch.from_numpy(out))
         if self._torch is None or self._torch.dtype != dense.dtype:
             self._torch = self._torch_csr(dense.dtype, dense.device)
-        product = torch.sparse.mm(self._torch, dense)
-        return product if add_to is None else add_to.add_(product)
+        return _sum_into(add_to, torch.sparse.mm(self._torch, dense))
 
 
 class SparseBlock:
