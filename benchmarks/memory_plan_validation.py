@@ -75,14 +75,27 @@ def model_args(model: str, args) -> list[str]:
     if model == "gat":
         return ["--model", "gat", "--heads", str(args.gat_heads), "--hidden",
                 str(args.gat_hidden)]
-    return ["--model", model, "--hidden", str(args.hidden)]
+    return ["--model", model, "--hidden", str(args.hidden), "--layers", str(args.layers)]
 
 
-def spec_of(model: str, data, args) -> ModelSpec:
+def spec_of(model: str, data, args, cell: dict | None = None) -> ModelSpec:
+    """The model of a cell: its own layers and width when given, else ``--layers``,
+    ``--hidden``."""
     if model == "gat":
         return ModelSpec.build("gat", data.num_features, args.gat_hidden, data.num_classes,
                                heads=args.gat_heads)
-    return ModelSpec.build(model, data.num_features, args.hidden, data.num_classes)
+    layers, hidden = (layers_of(cell), hidden_of(cell)) if cell else (args.layers, args.hidden)
+    return ModelSpec.build(model, data.num_features, hidden, data.num_classes, layers=layers)
+
+
+def hidden_of(cell: dict) -> int:
+    """The hidden width a GCN/SAGE cell ran with (cells stored before the field: 64)."""
+    return int(cell.get("hidden", 64))
+
+
+def layers_of(cell: dict) -> int:
+    """The layers a GCN/SAGE cell ran with (cells stored before the field: 2)."""
+    return int(cell.get("layers", 2))
 
 
 def train_cell(data, model: str, ranks: int, args) -> dict:
@@ -108,7 +121,8 @@ def train_cell(data, model: str, ranks: int, args) -> dict:
     plan = plan_memory(shape, spec_of(model, data, args), work,
                        partition_method="metis" if ranks > 1 else None, mode="in-memory")
     return {"cell": f"train:{model}:{ranks}", "wall_s": time.perf_counter() - t0,
-            "workload": _jsonable(work), "allocator": args.allocator,
+            "workload": _jsonable(work), "allocator": args.allocator, "hidden": args.hidden,
+            "layers": args.layers,
             "measured_bytes": measured, "predicted_bytes": planned(plan, args.allocator),
             "predicted_phase": [max(plan["phases"], key=lambda k: plan["phases"][k][r])
                                 for r in range(ranks)]}
@@ -156,7 +170,7 @@ def predict_cell(cell: dict, data, args) -> None:
         work = part_workload(data, make_partitioner(method, num_parts=count, seed=0).fit(data))
         cell["workload"] = _jsonable(work)
     if kind == "train":
-        plan = plan_memory(shape, spec_of(what, data, args), work,
+        plan = plan_memory(shape, spec_of(what, data, args, cell), work,
                            partition_method="metis" if count > 1 else None, mode="in-memory")
     else:
         plan = plan_memory(shape, spec_of("gcn", data, args), work, partition_method=what,
@@ -169,21 +183,35 @@ def predict_cell(cell: dict, data, args) -> None:
 
 
 def report(path) -> None:
-    """Print the README table and the median absolute error of --out."""
+    """Print the README table (one row per cell: each rank's predicted / measured MiB, the
+    errors, the phase the plan names for the largest rank) and the error summary of --out."""
     result = json.loads(Path(path).read_text())
-    print("| cell | rank | predicted (MiB) | measured (MiB) | error | phase |")
+    print("| cell | allocator | model | predicted / measured per rank (MiB) | error per rank "
+          "| phase |")
     print("|---|---|---|---|---|---|")
-    errors = []
+    errors = {"lean": [], "retain": [], "partition": []}
     for c in sorted(result["cells"], key=lambda c: (c.get("scale", 18), c["cell"],
+                                                     layers_of(c), hidden_of(c),
                                                      allocator_of(c))):
-        label = c["cell"] + (f", {allocator_of(c)}" if c["cell"].startswith("train") else "")
-        for r, (p, m) in enumerate(zip(c["predicted_bytes"], c["measured_bytes"])):
-            errors.append(abs(p / m - 1))
-            print(f"| {label} (R-MAT {c.get('scale', 18)}) | {r} | {p / 2**20:,.0f} | "
-                  f"{m / 2**20:,.0f} | {100 * (p / m - 1):+.0f}% | {c['predicted_phase'][r]} |")
-    print(f"median absolute error {100 * np.median(errors):.1f}%, largest "
-          f"{100 * max(errors):.1f}%, within 20%: {sum(e <= 0.2 for e in errors)} of "
-          f"{len(errors)}")
+        train = c["cell"].startswith("train")
+        model = (f"{layers_of(c)} x {hidden_of(c)}" if c["cell"].startswith(("train:gcn",
+                                                                             "train:sage"))
+                 else "2 heads x 8" if train else "")
+        pairs = list(zip(c["predicted_bytes"], c["measured_bytes"]))
+        cell_errors = [p / m - 1 for p, m in pairs]
+        errors[allocator_of(c) if train else "partition"] += [abs(e) for e in cell_errors]
+        largest = int(np.argmax(c["measured_bytes"]))
+        print(f"| {c['cell']} (R-MAT {c.get('scale', 18)}) | "
+              f"{allocator_of(c) if train else ''} | {model} | "
+              + ", ".join(f"{p / 2**20:,.0f} / {m / 2**20:,.0f}" for p, m in pairs) + " | "
+              + ", ".join(f"{100 * e:+.0f}%" for e in cell_errors)
+              + f" | {c['predicted_phase'][largest]} |")
+    every = [e for group in errors.values() for e in group]
+    print(f"median absolute error {100 * np.median(every):.1f}%, largest "
+          f"{100 * max(every):.1f}%, within 20%: {sum(e <= 0.2 for e in every)} of "
+          f"{len(every)} rank peaks; " + ", ".join(
+              f"{name} {sum(e <= 0.2 for e in group)} of {len(group)}"
+              for name, group in errors.items() if group))
 
 
 def main() -> None:
@@ -196,6 +224,7 @@ def main() -> None:
     parser.add_argument("--scale", type=int, default=18)
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--hidden", type=int, default=64)
+    parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--gat-hidden", type=int, default=8)
     parser.add_argument("--gat-heads", type=int, default=2)
     parser.add_argument("--allocator", choices=["retain", "lean"], default="retain",
@@ -225,9 +254,10 @@ def main() -> None:
         print(f"{cell:<22} measured {np.round(np.array(row['measured_bytes']) / 2**20)} MiB "
               f"predicted {np.round(np.array(row['predicted_bytes']) / 2**20)} MiB "
               f"errors {np.round(errors, 3)} ({row['wall_s']:.0f} s)", flush=True)
-        same = (cell, args.scale, allocator_of(row))
-        results["cells"] = [c for c in results["cells"]
-                            if (c["cell"], c.get("scale"), allocator_of(c)) != same] + [row]
+        same = (cell, args.scale, allocator_of(row), layers_of(row), hidden_of(row))
+        results["cells"] = [c for c in results["cells"] if (
+            c["cell"], c.get("scale"), allocator_of(c), layers_of(c), hidden_of(c)) != same] \
+            + [row]
         out.write_text(json.dumps(results, indent=1))
 
 

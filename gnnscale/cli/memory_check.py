@@ -53,13 +53,15 @@ def check_plan(plan: dict, comm, what: str, ignore: bool = False) -> bool:
 
     ``plan``: from :func:`partitioning.memory_plan.plan_memory`, one entry per rank of
     ``comm`` (or one for a single process, ``comm=None``: not collective). Returns whether
-    the host can also hold the plan's ``per_rank_peak_retained`` (the allocator keeping freed
-    pages for faster steps); the same answer on every rank of a host.
+    the host can also hold the plan's ``per_rank_peak_retained_bound`` (the allocator keeping
+    freed pages for faster steps, at the largest growth measured); the same answer on every
+    rank of a host.
     """
     rank = comm.rank if comm is not None and len(plan["per_rank_peak"]) > 1 else 0
     held = held_bytes(plan, rank)
     need = max(0.0, float(plan["per_rank_peak"][rank]) - held)
-    retained = plan.get("per_rank_peak_retained", plan["per_rank_peak"])
+    retained = plan.get("per_rank_peak_retained_bound",
+                        plan.get("per_rank_peak_retained", plan["per_rank_peak"]))
     need_retained = max(need, float(retained[rank]) - held)
     mine = (socket.gethostname(), need, need_retained, rank)
     everyone = comm.allgather_object(mine) if comm is not None and comm.size > 1 else [mine]

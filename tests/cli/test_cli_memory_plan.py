@@ -127,10 +127,12 @@ def test_the_check_says_whether_the_retained_heap_fits_too(monkeypatch):
 
     held = current_rss_bytes()
     plan = {"per_rank_peak": np.array([held + 100 * 2**20]),
-            "per_rank_peak_retained": np.array([held + 300 * 2**20]),
+            "per_rank_peak_retained": np.array([held + 150 * 2**20]),
+            "per_rank_peak_retained_bound": np.array([held + 300 * 2**20]),
             "phases": {"train": np.array([held + 100 * 2**20])}}
     monkeypatch.setenv(AVAILABLE_ENV, str(200 * 2**20))
-    assert check_plan(plan, None, "training") is False  # fits, but only lean
+    # fits, but only lean: the decision takes the largest growth measured, not the expected
+    assert check_plan(plan, None, "training") is False
     monkeypatch.setenv(AVAILABLE_ENV, str(400 * 2**20))
     assert check_plan(plan, None, "training") is True
 

@@ -5,9 +5,9 @@ import pytest
 
 from partitioning import PartitionError, make_partitioner
 from partitioning.cost_model import ModelSpec
-from partitioning.memory_plan import (BASELINE_BYTES, PARTITIONING, DatasetShape,
-                                      balanced_workload, format_plan, partitioning_cost,
-                                      plan_memory)
+from partitioning.memory_plan import (BASELINE_BYTES, PARTITIONING, RETAINED_GROWTH,
+                                      RETAINED_GROWTH_BOUND, DatasetShape, balanced_workload,
+                                      format_plan, partitioning_cost, plan_memory)
 from partitioning.workload import part_workload
 from partition_testutil import random_graph
 
@@ -62,6 +62,30 @@ def test_activations_grow_with_the_model():
     # 4 heads x (2 x 32 + 4) float32 per edge of the first layer alone
     assert gat - small > 4 * 4 * (2 * 32 + 4) * SHAPE.num_edges / 2
     assert wide - small > 4 * 2 * 224 * SHAPE.num_nodes / 2  # two hidden tensors per node
+
+
+def test_a_retained_heap_grows_with_the_step_tensors_not_with_the_graph():
+    """Kept freed pages leave holes between a step's tensors; the features, blocks and
+    weights stay allocated and add nothing to that growth."""
+    def extra(shape, spec, growth_key="per_rank_peak_retained"):
+        plan = plan_memory(shape, spec, balanced_workload(shape, 1), mode="store")
+        assert plan["peak_phase"] == "train"
+        return plan[growth_key][0] - plan["phases"]["train"][0], plan
+
+    sparse = DatasetShape(100_000, 500_000, 64, 8, layout="generated")
+    grown, plan = extra(sparse, GCN)
+    assert 0 < grown < plan["per_rank_peak_retained_bound"][0] - plan["phases"]["train"][0]
+    # twice the edges: more sparse-block bytes, the same step tensors, the same growth
+    denser = DatasetShape(100_000, 1_000_000, 64, 8, layout="generated")
+    assert extra(denser, GCN)[0] == pytest.approx(grown)
+    # a wider model: more step tensors, more growth, in the bound's proportion
+    wide = ModelSpec.build("gcn", 64, 256, 8)
+    grown_wide = extra(sparse, wide)[0]
+    assert grown_wide > 2 * grown
+    bound_wide = extra(sparse, wide, "per_rank_peak_retained_bound")[0]
+    assert bound_wide / grown_wide == pytest.approx((RETAINED_GROWTH_BOUND - 1)
+                                                    / (RETAINED_GROWTH - 1))
+    assert "(up to" in format_plan(plan)
 
 
 def test_exact_workload_from_a_partition():
