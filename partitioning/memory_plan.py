@@ -169,18 +169,16 @@ def _layer_floats(spec, layer: int, a: int, c: int) -> tuple[float, float]:
     """(kept, transient) floats per owned node of one GCN/SAGE layer ``a -> c`` in training.
 
     Kept until backward reaches the layer: what the weight gradient needs besides the input the
-    previous activation already keeps (aggregating first: the aggregate, SAGE's stacked
-    ``[aggregate | x]``; transforming first, which ``order="auto"`` does when ``c <= a``:
-    nothing, except the dropped-out raw features of the first layer) and the layer's activated
+    previous activation already keeps (aggregating first: the aggregate; transforming first,
+    which ``order="auto"`` does when ``c <= a``: nothing, except the dropped-out raw features
+    of the first layer) and the layer's activated
     output (the last layer: its logits and their log-softmax). Transient: the layer's
     temporaries forward and its gradients backward, at most two rows of the wider width and
     one of the narrower.
     """
     last = layer == spec.layers - 1
     transform_first = c <= a
-    if spec.name == "sage" and not transform_first:
-        kept_in = 2.0 * a
-    elif transform_first and (layer > 0 or spec.dropout == 0.0):
+    if transform_first and (layer > 0 or spec.dropout == 0.0):
         kept_in = 0.0
     else:
         kept_in = float(a)

@@ -124,10 +124,13 @@ class SAGELayer(nn.Module):
             # the root transform
             neigh = graph.aggregate(F.linear(x, self.lin_l.weight), self.aggr)
             return neigh + F.linear(x, self.lin_r.weight, self.lin_l.bias)
-        # [aggregate | x] @ [W_l | W_r]^T + b: one GEMM with the bias in it
-        stacked = torch.cat([graph.aggregate(x, self.aggr), x], dim=1)
-        return F.linear(stacked, torch.cat([self.lin_l.weight, self.lin_r.weight], dim=1),
-                        self.lin_l.bias)
+        # aggregate @ W_l^T + b, then x @ W_r^T added into it in place: no [N, 2 F_in] copy of
+        # [aggregate | x] kept for backward, no gradient of it split backward; autograd keeps
+        # the aggregate (x is kept by whatever produced it)
+        neigh = graph.aggregate(x, self.aggr)
+        out = F.linear(neigh, self.lin_l.weight, self.lin_l.bias)
+        # in-place ops are not autocast: the root product takes the output's dtype itself
+        return out.addmm_(x.to(out.dtype), self.lin_r.weight.t().to(out.dtype))
 
     def _forward_max(self, x: torch.Tensor, graph: RankGraph) -> torch.Tensor:
         """Max over ``[owned; halo]`` rows. The halo exchange is posted first and overlaps the

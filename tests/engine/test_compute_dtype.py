@@ -12,21 +12,22 @@ from gnnscale.nn import GNN
 pytestmark = pytest.mark.timeout(600)
 
 
-def _train(data, compute_dtype, model="gcn", epochs=40):
+def _train(data, compute_dtype, model="gcn", epochs=40, order="auto"):
     comm = SingleCommunicator()
     problem = LocalProblem.from_graph_data(data, np.zeros(data.num_nodes, np.int64), comm)
     torch.manual_seed(0)
-    net = GNN(model, data.num_features, 32, data.num_classes, dropout=0.5)
+    net = GNN(model, data.num_features, 32, data.num_classes, dropout=0.5, order=order)
     trainer = Trainer(net, problem, comm, seed=0, compute_dtype=compute_dtype)
     records = trainer.fit(epochs)
     return records, trainer
 
 
-@pytest.mark.parametrize("model", ["gcn", "sage"])
-def test_bf16_compute_tracks_float32_and_learns(datasets_root, model):
+@pytest.mark.parametrize("model,order", [("gcn", "auto"), ("sage", "auto"),
+                                         ("sage", "aggregate_first")])
+def test_bf16_compute_tracks_float32_and_learns(datasets_root, model, order):
     data = load_dataset("cora", root=datasets_root)
-    full, _ = _train(data, None, model)
-    half, trainer = _train(data, torch.bfloat16, model)
+    full, _ = _train(data, None, model, order=order)
+    half, trainer = _train(data, torch.bfloat16, model, order=order)
     assert all(p.dtype == torch.float32 for p in trainer.model.parameters())
     assert trainer.predict().dtype == torch.float32
     # same start, same masks: the first losses agree to bf16's precision, and differ (the
