@@ -14,7 +14,7 @@ shrinking between epochs.
 
 The price is memory: a heap that is never returned also keeps the holes between a step's
 differently sized tensors, so training's peak grows by 0.4 of a step's tensors typically
-and up to 1.27 (the widest and deepest models measured;
+and up to 1.39 (SAGE with layers of 256;
 ``partitioning.memory_plan.RETAINED_GROWTH`` and ``RETAINED_GROWTH_BOUND``). It is called by
 :class:`gnnscale.engine.Trainer`; :func:`keep_allocator_defaults` (called by ``gnnscale train``
 when the memory plan says the retained heap would not fit but the run itself does) or
