@@ -251,7 +251,7 @@ def plan_memory(shape: DatasetShape, spec, work: dict, *, partition_method: str 
     base = np.full(p if mode != "partition" else 1, float(baseline_bytes))
     per_edge, per_node = LOADING[shape.layout]
     graph = shape.graph_bytes
-    phases = {}
+    phases, step_bytes = {}, {}  # step_bytes: each training phase's per-step tensors
     local_edges = work["inner_edges"] + work["boundary_edges"]
     halo = np.asarray(work["recv_rows"]).sum(1)
     mapped = shape.layout == "converted"
@@ -287,7 +287,7 @@ def plan_memory(shape: DatasetShape, spec, work: dict, *, partition_method: str 
         train, evaluate, train_step, eval_step = _training_bytes(shape, spec, work)
         phases["train"] = base + train
         phases["eval"] = base + evaluate
-        step_bytes = {"train": train_step, "eval": eval_step}
+        step_bytes.update(train=train_step, eval=eval_step)
     names = list(phases)
     stacked = np.vstack([np.broadcast_to(phases[k], (len(base),)) for k in names])
     per_rank = stacked.max(axis=0)
