@@ -35,7 +35,8 @@ def parse_args():
     parser.add_argument("--methods", nargs="+", default=["metis", "random", "libra"])
     parser.add_argument("--width", type=int, default=16, help="feature width aggregated")
     parser.add_argument("--reps", type=int, default=11, help="timed products per block")
-    parser.add_argument("--out", default=str(REPO / "benchmarks/results/part_aggregation_rates.json"))
+    parser.add_argument("--out",
+                        default=str(REPO / "benchmarks/results/part_aggregation_rates.json"))
     return parser.parse_args()
 
 

@@ -37,8 +37,8 @@ import numpy as np
 from .errors import PartitionError
 
 __all__ = ["DatasetShape", "plan_memory", "balanced_workload", "LOADING", "PARTITIONING",
-           "BASELINE_BYTES", "RETAINED_GROWTH", "RETAINED_GROWTH_BOUND", "format_plan", "format_bytes",
-           "partitioning_cost"]
+           "BASELINE_BYTES", "RETAINED_GROWTH", "RETAINED_GROWTH_BOUND", "format_plan",
+           "format_bytes", "partitioning_cost"]
 
 #: peak resident memory of a command on a graph too small to matter (Python, torch, numpy,
 #: scipy, numba and its compiled kernels, MPI), measured on this host: ``gnnscale train`` on
@@ -172,10 +172,9 @@ def _layer_floats(spec, layer: int, a: int, c: int) -> tuple[float, float]:
     Kept until backward reaches the layer: what the weight gradient needs besides the input the
     previous activation already keeps (aggregating first: the aggregate; transforming first,
     which ``order="auto"`` does when ``c <= a``: nothing, except the dropped-out raw features
-    of the first layer) and the layer's activated
-    output (the last layer: its logits and their log-softmax). Transient: the layer's
-    temporaries forward and its gradients backward, at most two rows of the wider width and
-    one of the narrower.
+    of the first layer) and the layer's activated output (the last layer: its logits and their
+    log-softmax). Transient: the layer's temporaries forward and its gradients backward, at
+    most two rows of the wider width and one of the narrower.
     """
     last = layer == spec.layers - 1
     transform_first = c <= a
