@@ -286,12 +286,16 @@ def step_rmat21_inmemory(args, work: Path) -> dict:
     return runs
 
 
+def dgl_python() -> str:
+    """The python of the DGL environment (``make dgl-env`` builds it)."""
+    return subprocess.run(["make", "-s", "dgl-env-path"], capture_output=True, text=True,
+                          cwd=ROOT, check=True).stdout.strip() + "/bin/python"
+
+
 def step_rmat21_peers(args, work: Path) -> dict:
     graph = work / "rmat21"
-    dgl_python = subprocess.run(["make", "-s", "dgl-env-path"], capture_output=True, text=True,
-                                cwd=ROOT, check=True).stdout.strip() + "/bin/python"
     result = {"layers": 3, "hidden": args.hidden}
-    for library, python in (("dgl", dgl_python), ("pyg", sys.executable)):
+    for library, python in (("dgl", dgl_python()), ("pyg", sys.executable)):
         if library not in args.libraries:
             continue
         for allocator, extra in (("as_installed", {}),

@@ -31,8 +31,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from large_graphs import GLIBC_TUNABLES, dgl_python
+
 REPO = Path(__file__).resolve().parents[1]
-GLIBC_TUNABLES = "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=2147483647"
 VARIANTS = ("gnnscale", "gnnscale lean", "dgl", "dgl tuned")
 
 
@@ -54,10 +55,9 @@ def gnnscale_peak(args, model: str, dropout: float, lean: bool) -> float:
     return float(summary["per_rank"][0]["peak_rss_mb"])
 
 
-def dgl_peak(args, model: str, dropout: float, tuned: bool) -> float:
-    """Peak RSS (MiB) of DGL training in one process (``large_graph_peer.py``)."""
-    python = subprocess.run(["make", "-s", "dgl-env-path"], cwd=REPO, capture_output=True,
-                            text=True, check=True).stdout.strip() + "/bin/python"
+def dgl_peak(args, python: str, model: str, dropout: float, tuned: bool) -> float:
+    """Peak RSS (MiB) of DGL training in one process (``large_graph_peer.py`` run by the DGL
+    environment's ``python``)."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     if tuned:
         env["GLIBC_TUNABLES"] = GLIBC_TUNABLES
@@ -79,13 +79,13 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", default=str(REPO / "benchmarks/results/peak_memory_vs_dgl.json"))
     args = parser.parse_args()
-    rows = []
+    rows, python = [], dgl_python()
     for model in args.models:
         for dropout in args.dropouts:
             peaks = {"gnnscale": gnnscale_peak(args, model, dropout, lean=False),
                      "gnnscale lean": gnnscale_peak(args, model, dropout, lean=True),
-                     "dgl": dgl_peak(args, model, dropout, tuned=False),
-                     "dgl tuned": dgl_peak(args, model, dropout, tuned=True)}
+                     "dgl": dgl_peak(args, python, model, dropout, tuned=False),
+                     "dgl tuned": dgl_peak(args, python, model, dropout, tuned=True)}
             rows.append({"model": model, "dropout": dropout, "peak_rss_mib": peaks})
             print(f"{model} dropout {dropout}: " + ", ".join(
                 f"{k} {v:,.0f} MiB ({v / peaks['dgl']:.2f}x)" for k, v in peaks.items()),
