@@ -289,11 +289,11 @@ def plan_memory(shape: DatasetShape, spec, work: dict, *, partition_method: str 
         step_bytes.update(train=train_step, eval=eval_step)
     names = list(phases)
     stacked = np.vstack([np.broadcast_to(phases[k], (len(base),)) for k in names])
+    steps = np.vstack([np.broadcast_to(step_bytes.get(k, 0.0), (len(base),)) for k in names])
     per_rank = stacked.max(axis=0)
+
     def retained(growth: float) -> np.ndarray:
-        return np.vstack([stacked[i] + (growth - 1.0) * step_bytes[k]
-                          if k in ("train", "eval") else stacked[i]
-                          for i, k in enumerate(names)]).max(axis=0)
+        return (stacked + (growth - 1.0) * steps).max(axis=0)
     rank = int(np.argmax(per_rank))
     return {"phases": {k: np.asarray(phases[k], dtype=np.float64) for k in names},
             "per_rank_peak": per_rank, "per_rank_peak_retained": retained(RETAINED_GROWTH),
