@@ -172,10 +172,25 @@ def run_cell(dataset: str, method: str, ranks: int, args) -> list[dict]:
     predicted = predict_cells(Shape(result["shape"]), result["workload"], ranks, networks,
                               args, result["in_job_cost_model"])
     wall = time.perf_counter() - t0
-    return [{"dataset": dataset, "method": method, "ranks": ranks, **m, **p, "wall_s": wall,
+    return [{"dataset": dataset, "method": method, "ranks": ranks, "hidden": args.hidden,
+             **m, **p, "wall_s": wall,
              "in_job_cost_model": result["in_job_cost_model"], "workload": result["workload"],
              "shape": result["shape"]}
             for m, p in zip(measured, predicted)]
+
+
+def repredict(path: Path, args) -> None:
+    """Predictions of every stored cell recomputed from its workload and in-job constants."""
+    result = json.loads(path.read_text())
+    if result.get("cost_model") and not args.cost_model:
+        args.cost_model = result["cost_model"]
+    for cell in result["cells"]:
+        spec_args = argparse.Namespace(**{**vars(args),
+                                          "hidden": cell.get("hidden", args.hidden)})
+        fresh = predict_cells(Shape(cell["shape"]), cell["workload"], cell["ranks"],
+                              [cell["network"]], spec_args, cell["in_job_cost_model"])[0]
+        cell.update({k: v for k, v in fresh.items() if k != "network"})
+    path.write_text(json.dumps(result, indent=1))
 
 
 def report(path) -> dict:
@@ -245,11 +260,16 @@ def main() -> None:
     parser.add_argument("--out", default="benchmarks/results/tune_validation.json")
     parser.add_argument("--rank-main", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--report", action="store_true", help="print the table of --out")
+    parser.add_argument("--repredict", action="store_true",
+                        help="recompute every stored cell's predictions with the current model "
+                             "(its stored workload and in-job constants), then --report")
     args = parser.parse_args()
     if args.rank_main:
         return rank_main(args)
     out = Path(args.out)
-    if args.report:
+    if args.repredict:
+        repredict(out, args)
+    if args.report or args.repredict:
         result = json.loads(out.read_text())
         result.update(report(out))
         out.write_text(json.dumps(result, indent=1))

@@ -22,10 +22,13 @@ beta``). On a
 
 **Layer, edge cut** (GCN, SAGE-mean; ``w = min(a, c)``, the width the layer aggregates)::
 
-    F_p = dense + max(g_edge Ein_p w, X_p(w)) + g_edge Eb_p w + elementwise
-    B_p = dense_back + [g_edge Eb_p w + max(g_edge Ein_p w, X_p(w))] + elementwise
+    F_p = dense + pack_p + max(g_edge Ein_p w, X_p(w)) + g_edge Eb_p w + elementwise
+    B_p = dense_back + [pack_p + g_edge Eb_p w + max(g_edge Ein_p w, X_p(w))] + elementwise
 
-``dense = g_flop 2 N_p a c`` (twice for SAGE's two weights), ``dense_back`` is the weight
+``pack_p = g_gather out_p w`` gathers the ``out_p`` rows ``p`` sends before posting them
+(forward) and adds the gradients received for them into its rows (backward); a vertex cut packs
+twice per aggregation. ``dense = g_flop 2 N_p a c`` (twice for SAGE's two weights),
+``dense_back`` is the weight
 gradient plus, above the first layer, the input gradient; the bracket is absent where the
 aggregated input needs no gradient (the first layer aggregating raw features). GAT waits for its
 exchange (width ``H C + H``) and then works per edge: ``g_gather (Ein+Eb+N) H C`` x 3 forward,
@@ -405,10 +408,13 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
     inner = per_edge * (ein + self_loops) * width
     bnd = per_edge * eb * width
     x = xchg(width)
-    if w["kind"] == "vertex_cut":
-        agg_f, exposed = x + inner + x, 2 * x
+    # the rows a rank sends are gathered from its owned rows before the post (index_select);
+    # backward adds the gradients it receives for them into its owned rows (index_add)
+    pack = _rate(k, "gamma_gather", 4.0 * width * n, cache) * xchg.out_all * width
+    if w["kind"] == "vertex_cut":  # masters -> mirrors packed, partial sums added to masters
+        agg_f, exposed = 2 * pack + x + inner + x, 2 * x
     else:
-        agg_f, exposed = np.maximum(inner, x) + bnd, np.maximum(0.0, x - inner)
+        agg_f, exposed = pack + np.maximum(inner, x) + bnd, np.maximum(0.0, x - inner)
     fwd = dense + agg_f + elementwise
     needs_agg_grad = not first or transform_first
     bwd = dense * (1 if first else 2) + 2 * elementwise

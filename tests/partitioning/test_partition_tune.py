@@ -56,6 +56,24 @@ def test_exchange_on_a_simulated_network_is_latency_plus_sent_bytes():
     assert back["backward_s"] == pytest.approx(back["forward_s"])
 
 
+def test_the_rows_a_rank_sends_are_gathered_forward_and_summed_back_backward():
+    gather = 1e-6
+    work = two_parts(halo=(100, 50))  # rank 0 sends 50 rows, rank 1 sends 100
+    # aggregating raw features (4 -> 8): only the forward gathers the sent rows
+    first = predict(work, ModelSpec("gcn", (4, 8), (1,), dropout=0.0), None,
+                    model(gamma_gather=gather))
+    assert first["rank_step_s"] == pytest.approx([gather * 50 * 4, gather * 100 * 4])
+    # transform first (8 -> 4): backward adds the gradients of the sent rows into owned rows
+    both = predict(work, ModelSpec("gcn", (8, 4), (1,), dropout=0.0), None,
+                   model(gamma_gather=gather))
+    assert both["rank_step_s"] == pytest.approx([2 * gather * 50 * 4, 2 * gather * 100 * 4])
+    # a vertex cut packs masters for mirrors and sums the partial sums back: twice per pass
+    vertex = {**work, "kind": "vertex_cut"}
+    assert predict(vertex, ModelSpec("gcn", (4, 8), (1,), dropout=0.0), None,
+                   model(gamma_gather=gather))["rank_step_s"] == pytest.approx(
+        [2 * gather * 50 * 4, 2 * gather * 100 * 4])
+
+
 def test_overlap_hides_the_exchange_up_to_the_inner_aggregation():
     spec = ModelSpec("gcn", (8, 8), (1,), dropout=0.0)
     work = two_parts()
