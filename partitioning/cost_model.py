@@ -27,7 +27,9 @@ beta``). On a
 
 ``pack_p = g_gather out_p w`` gathers the ``out_p`` rows ``p`` sends before posting them
 (forward) and adds the gradients received for them into its rows (backward); a vertex cut packs
-twice per aggregation. ``dense = g_flop 2 N_p a c`` (twice for SAGE's two weights),
+twice per aggregation. The per-byte part of ``X_p``'s shared-memory term (``shm_beta b
+max(in, out)``) is copying: it is counted as the rank's work before the post, and only the rest
+of ``X_p`` as time the exchange travels. ``dense = g_flop 2 N_p a c`` (twice for SAGE's two weights),
 ``dense_back`` is the weight
 gradient plus, above the first layer, the input gradient; the bracket is absent where the
 aggregated input needs no gradient (the first layer aggregating raw features). GAT waits for its
@@ -44,13 +46,16 @@ an aggregation gathers ``4 w (N_p + halo_p)`` (GAT's gathers likewise), or the a
 elementwise op passes over. A dense transform costs ``max(g_flop 2 N a c, g_byte f 4 N (a +
 c))``: its flops, or the bytes it streams where they leave the cache.
 
-**Step**: each exchange synchronises the ranks, so every layer costs its slowest rank, or,
-where a host's ranks have more threads than it has cores (``host_cores``), its ranks' work
-(their time but the exchange ``X^exp`` they wait for) spread over its cores, then the longest
-wait (a rank that waits leaves its core to the others)::
+**Step**: each exchange synchronises the ranks, so every layer's pass costs its slowest rank.
+A rank's pass is its work before the post (``pack_p``, the transform where it comes first), the
+work it overlaps with the exchange (``g_edge Ein_p w``), the wait for what is left of the
+exchange and the work after it. Where a host's ranks have more threads than it has cores
+(``host_cores``), they share the cores while they work, the ones with the most work left first,
+and a rank that waits leaves its cores to the others (:mod:`partitioning.shared_cores`, an
+event-by-event timeline; without waits it ends at ``max(longest rank, host's work /
+host_cores)``)::
 
-    T_fwd = sum_l max(max_p F_p, max_host sum_{p on host} (F_p - X^exp_p) cores_per_rank /
-                      host_cores + max_p X^exp_p)
+    T_fwd = sum_l max_p finish_p(l)
 
 and ``T_bwd`` likewise.
 
@@ -78,6 +83,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import PartitionError
+from .shared_cores import finish_times
 
 __all__ = ["CostModel", "Cluster", "Network", "ModelSpec", "predict", "COMPUTE_KEYS",
            "MODELS"]
@@ -321,6 +327,11 @@ class _Exchange:
         self.host_rows = np.maximum(host_in, host_out)[hosts]
         self.out_all = r.sum(0)
 
+    def copy(self, width: float) -> np.ndarray:
+        """The per-byte part of the shared-memory exchange (CPU copies)."""
+        return self.slow * self.model.shm_beta * width * self.model.bytes_per_value * \
+            np.maximum(self.in_intra, self.out_intra) if self.p > 1 else np.zeros(1)
+
     def __call__(self, width: float) -> np.ndarray:
         if self.p == 1:
             return np.zeros(1)
@@ -377,10 +388,31 @@ def _dense(k: dict, rows, a: int, c: int, cache: float):
                       k["gamma_byte"] * moved * _beyond_cache(moved, cache))
 
 
+class _Pass:
+    """One pass (forward or backward) of one layer on every rank: stages ``(before,
+    overlapped, exchange)`` then ``after`` (see :mod:`partitioning.shared_cores`)."""
+
+    def __init__(self, stages: list, after):
+        self.stages, self.after = stages, np.asarray(after, dtype=np.float64)
+
+    def alone(self) -> np.ndarray:
+        """Each rank's time with its cores to itself."""
+        return self.after + sum(before + np.maximum(overlapped, x)
+                                for before, overlapped, x in self.stages)
+
+    def exposed(self) -> np.ndarray:
+        """Each rank's wait for exchanges beyond the work they overlap."""
+        return sum((np.maximum(0.0, x - overlapped) for _, overlapped, x in self.stages),
+                   0.0 * self.after)
+
+    def plus(self, seconds: float) -> "_Pass":
+        return _Pass(self.stages, self.after + seconds)
+
+
 def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
-                 training: bool, cache: float) -> tuple[np.ndarray, ...]:
-    """(forward, backward, forward's exposed exchange, backward's) per rank for one layer;
-    ``cache``: each rank's share of its host's last-level cache (bytes)."""
+                 training: bool, cache: float) -> tuple[_Pass, _Pass]:
+    """(forward, backward) passes of one layer; ``cache``: each rank's share of its host's
+    last-level cache (bytes)."""
     a, c = spec.widths[layer], spec.widths[layer + 1]
     n, ein, eb = w["nodes"], w["inner_edges"], w["boundary_edges"]
     halo = np.asarray(w["recv_rows"], dtype=np.float64).sum(1)
@@ -396,31 +428,43 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
         edge_work = (_rate(k, "gamma_gather", 4.0 * (n + halo) * c, cache) * edges * c * 3
                      + _rate(k, "gamma_elem", 4.0 * edges * heads, cache) * edges * heads * 8)
         dense = _dense(k, n, a, c, cache)
-        fwd = dense + xf + edge_work + elementwise
-        bwd = dense * (1 if first else 2) + xf + 2 * edge_work + 2 * elementwise
-        return fwd, bwd, xf, xf
+        none = 0.0 * n
+        return (_Pass([(dense, none, xf)], edge_work + elementwise),
+                _Pass([(2 * elementwise + 2 * edge_work, none, xf)],
+                      dense * (1 if first else 2)))
     width = min(a, c)
     transform_first = c < a
     mult = 2 if spec.name == "sage" else 1
     dense = _dense(k, n, a, c, cache) * mult
+    dense_back = dense * (1 if first else 2)
     self_loops = n if spec.name == "gcn" else 0
     per_edge = _rate(k, "gamma_edge", 4.0 * width * (n + halo), cache)
     inner = per_edge * (ein + self_loops) * width
     bnd = per_edge * eb * width
-    x = xchg(width)
     # the rows a rank sends are gathered from its owned rows before the post (index_select);
-    # backward adds the gradients it receives for them into its owned rows (index_add)
+    # backward adds the gradients it receives for them into its owned rows (index_add); the
+    # per-byte part of a shared-memory exchange is copying, work rather than waiting
     pack = _rate(k, "gamma_gather", 4.0 * width * n, cache) * xchg.out_all * width
-    if w["kind"] == "vertex_cut":  # masters -> mirrors packed, partial sums added to masters
-        agg_f, exposed = 2 * pack + x + inner + x, 2 * x
+    cp = xchg.copy(width)
+    x = np.maximum(0.0, xchg(width) - cp)
+    none = 0.0 * n
+    pre, post = (dense, none) if transform_first else (none, dense)
+    if w["kind"] == "vertex_cut":  # masters -> mirrors, local product, partial sums -> masters
+        fwd = _Pass([(pre + pack + cp, none, x), (inner + cp, none, x)],
+                    pack + post + elementwise)
+        back = [(pack + cp, none, x), (inner + cp, none, x)]
     else:
-        agg_f, exposed = pack + np.maximum(inner, x) + bnd, np.maximum(0.0, x - inner)
-    fwd = dense + agg_f + elementwise
+        fwd = _Pass([(pre + pack + cp, inner, x)], bnd + post + elementwise)
+        back = [(bnd + cp, inner, x)]
     needs_agg_grad = not first or transform_first
-    bwd = dense * (1 if first else 2) + 2 * elementwise
-    if needs_agg_grad:
-        return fwd, bwd + agg_f, exposed, exposed
-    return fwd, bwd, exposed, 0.0 * exposed
+    if not needs_agg_grad:
+        return fwd, _Pass([], dense_back + 2 * elementwise)
+    # backward runs the layer in reverse: elementwise, then the dense transform's gradient where
+    # it came last, the aggregation's (its exchange), then the transform's where it came first
+    (b0, ov0, x0), rest = back[0], back[1:]
+    before = b0 + 2 * elementwise + (none if transform_first else dense_back)
+    after = pack + (dense_back if transform_first else none)
+    return fwd, _Pass([(before, ov0, x0), *rest], after)
 
 
 def predict(workload: dict, spec: ModelSpec, cluster: Cluster | None = None,
@@ -442,34 +486,33 @@ def predict(workload: dict, spec: ModelSpec, cluster: Cluster | None = None,
     xchg = _Exchange(workload["recv_rows"], cluster, model, 1.0)
     overhead = model.layer_overhead_s
     hosts = cluster.hosts_of(p)
-    core_share = cluster.cores_per_rank / cluster.host_cores if cluster.host_cores else None
+    crowded = cluster.host_cores is not None and \
+        np.bincount(hosts).max() * cluster.cores_per_rank > cluster.host_cores
 
-    def synchronised(per_rank: np.ndarray, waiting: np.ndarray) -> float:
-        """A layer's time: its slowest rank, or the work of a host's ranks (their time but
-        the exchange they wait for) spread over the host's cores where they are fewer than
-        the ranks' threads, then the longest wait, whichever is longer."""
-        longest = float(per_rank.max())
-        if core_share is None:
-            return longest
-        work = np.bincount(hosts, weights=per_rank - waiting) * core_share
-        return max(longest, float(work.max() + waiting.max()))
+    def synchronised(work: _Pass) -> float:
+        """A layer's pass ends with its slowest rank; where a host's ranks have more threads
+        than it has cores, they share them while they work (:mod:`partitioning.shared_cores`)."""
+        if not crowded:
+            return float(work.alone().max())
+        return float(finish_times(work.stages, work.after, hosts, cluster.host_cores,
+                                  cluster.cores_per_rank).max())
     cache = model.cache_bytes / np.bincount(hosts).max()  # each rank's share of the LLC
     fwd, bwd, ev, exposed = [], [], [], []
     for layer in range(spec.layers):
-        f, b, xf, xb = _layer_times(workload, spec, layer, k, xchg, True, cache)
-        fe, _, xe, _ = _layer_times(workload, spec, layer, k, xchg, False, cache)
-        fwd.append((f + overhead, xf))
-        bwd.append((b + overhead, xb))
-        ev.append((fe + overhead, xe))
-        exposed.append(xf + xb)
-    t_fwd = float(sum(synchronised(*f) for f in fwd))
+        f, b = _layer_times(workload, spec, layer, k, xchg, True, cache)
+        fe, _ = _layer_times(workload, spec, layer, k, xchg, False, cache)
+        fwd.append(f.plus(overhead))
+        bwd.append(b.plus(overhead))
+        ev.append(fe.plus(overhead))
+        exposed.append(f.exposed() + b.exposed())
+    t_fwd = float(sum(synchronised(f) for f in fwd))
     # allreduce buckets: layers grouped from the last until a quarter of the gradients
     grads = [4.0 * n for n in spec.layer_weights()]
     bucket_min = min(4 * 2**20, max(64 * 2**10, sum(grads) / 4))
     clock = comm_free = 0.0
     pending = 0.0
     for layer in reversed(range(spec.layers)):
-        clock += synchronised(*bwd[layer])
+        clock += synchronised(bwd[layer])
         pending += grads[layer]
         if pending >= bucket_min or layer == 0:
             start = max(clock, comm_free)
@@ -482,13 +525,13 @@ def predict(workload: dict, spec: ModelSpec, cluster: Cluster | None = None,
     per_logit = float(_rate(k, "gamma_elem", logits, cache)) * slow
     loss = per_logit * 10 * float(np.max(workload["train_nodes"])) * spec.widths[-1]
     step = t_fwd + t_bwd + ar_exposed + optimizer + loss
-    t_eval = float(sum(synchronised(*e) for e in ev)) + allreduce_time(64, p, cluster, model,
+    t_eval = float(sum(synchronised(e) for e in ev)) + allreduce_time(64, p, cluster, model,
                                                                        slow) \
         + per_logit * 10 * float(np.max(workload["nodes"])) * spec.widths[-1]
-    rank_step = sum(f for f, _ in fwd) + sum(b for b, _ in bwd)
+    rank_step = sum(f.alone() for f in fwd) + sum(b.alone() for b in bwd)
     slowest = int(np.argmax(rank_step))
-    phases = [(float(fwd[l][0].max()), l, "forward") for l in range(spec.layers)] + \
-             [(float(bwd[l][0].max()), l, "backward") for l in range(spec.layers)]
+    phases = [(float(fwd[l].alone().max()), l, "forward") for l in range(spec.layers)] + \
+             [(float(bwd[l].alone().max()), l, "backward") for l in range(spec.layers)]
     _, slow_layer, slow_phase = max(phases)
     exch_exposed = float(sum(x.max() for x in exposed))
     comm_s = exch_exposed + ar_exposed

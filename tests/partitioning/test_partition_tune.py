@@ -74,6 +74,16 @@ def test_the_rows_a_rank_sends_are_gathered_forward_and_summed_back_backward():
         [2 * gather * 50 * 4, 2 * gather * 100 * 4])
 
 
+def test_shared_memory_copying_is_work_the_inner_aggregation_does_not_hide():
+    spec = ModelSpec("gcn", (8, 8), (1,), dropout=0.0)
+    costs = CostModel(compute={1: {**ONLY_COMM, "gamma_edge": 1e-7}}, shm_alpha=0.0,
+                      shm_beta=1e-9, layer_overhead_s=0.0)
+    pred = predict(two_parts(halo=(100, 50)), spec, None, costs)
+    inner, boundary = 1e-7 * (4000 + 1000) * 8, 1e-7 * 300 * 8
+    copies = [1e-9 * 32 * 100, 1e-9 * 32 * 100]  # 32 B rows, max(received, sent) per rank
+    assert pred["rank_step_s"] == pytest.approx([c + inner + boundary for c in copies])
+
+
 def test_overlap_hides_the_exchange_up_to_the_inner_aggregation():
     spec = ModelSpec("gcn", (8, 8), (1,), dropout=0.0)
     work = two_parts()
