@@ -29,14 +29,14 @@ beta``). On a
 (forward) and adds the gradients received for them into its rows (backward); a vertex cut packs
 twice per aggregation. The per-byte part of ``X_p``'s shared-memory term (``shm_beta b
 max(in, out)``) is copying: it is counted as the rank's work before the post, and only the rest
-of ``X_p`` as time the exchange travels. ``dense = g_flop 2 N_p a c`` (twice for SAGE's two weights),
-``dense_back`` is the weight
-gradient plus, above the first layer, the input gradient; the bracket is absent where the
-aggregated input needs no gradient (the first layer aggregating raw features). GAT waits for its
-exchange (width ``H C + H``) and then works per edge: ``g_gather (Ein+Eb+N) H C`` x 3 forward,
-x 6 backward. A vertex cut (DistGNN) exchanges twice per aggregation (master -> mirrors,
-partial sums -> masters) around its local product, without overlap.
-Every layer and pass of a rank also costs ``layer_overhead_s`` (Python and autograd).
+of ``X_p`` as time the exchange travels. ``dense = g_flop 2 N_p a c`` (twice for SAGE's two
+weights), ``dense_back`` is the weight gradient plus, above the first layer, the input
+gradient; the bracket is absent where the aggregated input needs no gradient (the first
+layer aggregating raw features). GAT waits for its exchange (width ``H C + H``) and then
+works per edge: ``g_gather (Ein+Eb+N) H C`` x 3 forward, x 6 backward. A vertex cut
+(DistGNN) exchanges twice per aggregation (master -> mirrors, partial sums -> masters) around
+its local product, without overlap. Every layer and pass of a rank also costs
+``layer_overhead_s`` (Python and autograd).
 
 **Caches.** A rank's share of its host's last-level cache is ``C = cache_bytes / ranks on the
 host``. Each op's constant moves from the one calibrated on cached data to the one calibrated
@@ -46,26 +46,29 @@ an aggregation gathers ``4 w (N_p + halo_p)`` (GAT's gathers likewise), or the a
 elementwise op passes over. A dense transform costs ``max(g_flop 2 N a c, g_byte f 4 N (a +
 c))``: its flops, or the bytes it streams where they leave the cache.
 
-**Step**: each exchange synchronises the ranks, so every layer's pass costs its slowest rank.
-A rank's pass is its work before the post (``pack_p``, the transform where it comes first), the
-work it overlaps with the exchange (``g_edge Ein_p w``), the wait for what is left of the
-exchange and the work after it. Where a host's ranks have more threads than it has cores
-(``host_cores``), they share the cores while they work, the ones with the most work left first,
-and a rank that waits leaves its cores to the others (:mod:`partitioning.shared_cores`, an
-event-by-event timeline; without waits it ends at ``max(longest rank, host's work /
-host_cores)``)::
+**Step**: a timeline of every rank's passes, forward layers then backward layers in reverse
+(:mod:`partitioning.shared_cores`). A rank's pass is its work before the post (``pack_p``, the
+transform where it comes first), the work it overlaps with the exchange (``g_edge Ein_p w``),
+the wait for what is left of the exchange and the work after it. An exchange ends ``X_p``
+after the rank's own post and not before every peer it exchanges rows with has posted: the
+ranks are coupled by their data only, so where every rank has its cores::
 
-    T_fwd = sum_l max_p finish_p(l)
+    end_p(stage) = max(post_p + g_edge Ein_p w, post_p + X_p, max_{q peer of p} post_q)
 
-and ``T_bwd`` likewise.
+and ``T_fwd`` is when the slowest rank ends its last forward pass, ``T_bwd`` the rest of the
+way to the end of its backward. Where a host's ranks have more threads than it has cores
+(``host_cores``), they share the cores while they work, the ones with the most work left
+first, and a rank that waits leaves its cores to the others (an event-by-event timeline;
+without waits it ends at ``max(longest rank, host's work / host_cores)``).
 
 Weight gradients are allreduced in buckets as backward produces them (last layer first): bucket
-``k`` starts at ``max(end of its layers' backward, end of bucket k-1)``; only what runs past the
-end of backward is exposed. The allreduce is hierarchical: ``2 (r-1) shm_alpha + 2 (r-1)/r G
-shm_beta`` within a host of ``r`` ranks, then ``2 (h-1) L + 2 (h-1)/h G / BW`` between ``h``
-hosts, multiplied by ``s = max(1, ranks_per_host x cores_per_rank / host_cores)`` where the
-ranks share too few cores. ``T_step = T_fwd + T_bwd + exposed allreduce + optimiser (12
-elementwise ops per weight) + loss``, the last two also multiplied by ``s``.
+``k`` starts at ``max(end of its layers' backward on the slowest rank, end of bucket k-1)``;
+only what runs past the end of backward is exposed. The allreduce is hierarchical:
+``2 (r-1) shm_alpha + 2 (r-1)/r G shm_beta`` within a host of ``r`` ranks, then ``2 (h-1) L
++ 2 (h-1)/h G / BW`` between ``h`` hosts, multiplied by ``s = max(1, ranks_per_host x
+cores_per_rank / host_cores)`` where the ranks share too few cores. ``T_step = T_fwd + T_bwd
++ exposed allreduce + optimiser (12 elementwise ops per weight) + loss``, the last two also
+multiplied by ``s``.
 **Evaluation**: the forward layers as in ``T_fwd``, without dropout, plus the metric's
 allreduce.
 
@@ -83,7 +86,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import PartitionError
-from .shared_cores import finish_times
+from .shared_cores import pass_ends
 
 __all__ = ["CostModel", "Cluster", "Network", "ModelSpec", "predict", "COMPUTE_KEYS",
            "MODELS"]
@@ -486,16 +489,14 @@ def predict(workload: dict, spec: ModelSpec, cluster: Cluster | None = None,
     xchg = _Exchange(workload["recv_rows"], cluster, model, 1.0)
     overhead = model.layer_overhead_s
     hosts = cluster.hosts_of(p)
-    crowded = cluster.host_cores is not None and \
-        np.bincount(hosts).max() * cluster.cores_per_rank > cluster.host_cores
+    recv = np.asarray(workload["recv_rows"], dtype=np.float64)
+    senders = (recv > 0) | (recv.T > 0)  # the exchanges run both ways (forward, backward)
 
-    def synchronised(work: _Pass) -> float:
-        """A layer's pass ends with its slowest rank; where a host's ranks have more threads
-        than it has cores, they share them while they work (:mod:`partitioning.shared_cores`)."""
-        if not crowded:
-            return float(work.alone().max())
-        return float(finish_times(work.stages, work.after, hosts, cluster.host_cores,
-                                  cluster.cores_per_rank).max())
+    def timeline(passes: list) -> np.ndarray:
+        """When each pass ends, the slowest rank's (:mod:`partitioning.shared_cores`)."""
+        ends = pass_ends([(w.stages, w.after) for w in passes], senders, hosts,
+                         cluster.host_cores, cluster.cores_per_rank)
+        return ends.max(axis=1)
     cache = model.cache_bytes / np.bincount(hosts).max()  # each rank's share of the LLC
     fwd, bwd, ev, exposed = [], [], [], []
     for layer in range(spec.layers):
@@ -505,28 +506,27 @@ def predict(workload: dict, spec: ModelSpec, cluster: Cluster | None = None,
         bwd.append(b.plus(overhead))
         ev.append(fe.plus(overhead))
         exposed.append(f.exposed() + b.exposed())
-    t_fwd = float(sum(synchronised(f) for f in fwd))
+    ends = timeline(fwd + bwd[::-1])
+    t_fwd = float(ends[spec.layers - 1])
     # allreduce buckets: layers grouped from the last until a quarter of the gradients
     grads = [4.0 * n for n in spec.layer_weights()]
     bucket_min = min(4 * 2**20, max(64 * 2**10, sum(grads) / 4))
-    clock = comm_free = 0.0
+    comm_free = 0.0
     pending = 0.0
-    for layer in reversed(range(spec.layers)):
-        clock += synchronised(bwd[layer])
+    for done, layer in zip(ends[spec.layers:], reversed(range(spec.layers))):
         pending += grads[layer]
         if pending >= bucket_min or layer == 0:
-            start = max(clock, comm_free)
+            start = max(float(done) - t_fwd, comm_free)
             comm_free = start + allreduce_time(pending, p, cluster, model, slow)
             pending = 0.0
-    t_bwd = clock
+    t_bwd = float(ends[-1]) - t_fwd
     ar_exposed = max(0.0, comm_free - t_bwd)
     optimizer = 12 * sum(spec.layer_weights()) * k["gamma_elem"] * slow
     logits = 4.0 * float(np.max(workload["nodes"])) * spec.widths[-1]
     per_logit = float(_rate(k, "gamma_elem", logits, cache)) * slow
     loss = per_logit * 10 * float(np.max(workload["train_nodes"])) * spec.widths[-1]
     step = t_fwd + t_bwd + ar_exposed + optimizer + loss
-    t_eval = float(sum(synchronised(e) for e in ev)) + allreduce_time(64, p, cluster, model,
-                                                                       slow) \
+    t_eval = float(timeline(ev)[-1]) + allreduce_time(64, p, cluster, model, slow) \
         + per_logit * 10 * float(np.max(workload["nodes"])) * spec.widths[-1]
     rank_step = sum(f.alone() for f in fwd) + sum(b.alone() for b in bwd)
     slowest = int(np.argmax(rank_step))

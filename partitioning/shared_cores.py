@@ -1,96 +1,154 @@
-"""Ranks working through one pass of a layer while they share their host's cores.
+"""A training step's timeline: each rank works through its passes, exchanging with its peers.
 
-A rank's pass is a list of stages, each ``(before, overlapped, exchange)``, then ``after``: it
-works ``before``, posts its exchange, works ``overlapped`` while the exchange travels, waits
-until the exchange ends (``exchange`` seconds after its post), and after its last stage works
-``after``. Work amounts are seconds of a rank with its cores to itself.
+A pass (one layer's forward or backward on one rank) is a list of stages, each ``(before,
+overlapped, exchange)``, then ``after``: the rank works ``before``, posts its exchange, works
+``overlapped`` while it travels, waits until the exchange ends, and after its last stage works
+``after``. Work amounts are seconds of a rank with its cores to itself. An exchange ends
+``exchange`` seconds after the rank's own post, and not before every peer it receives from has
+posted its rows for the same stage: the ranks are coupled only by the data they exchange, so a
+rank that is ahead runs on into its next pass.
 
 Where a host's working ranks have more threads than it has cores, the cores go to the ranks
-with the most work left in the pass: each progresses at ``min(1, lambda R)``, ``R`` its work
+with the most work left in the step: each progresses at ``min(1, lambda R)``, ``R`` its work
 left, ``lambda`` such that the host's ``C`` cores are used (``sum t min(1, lambda R) = C`` for
-ranks of ``t`` threads). For ranks that do not wait this finishes the pass at the earliest
-possible time, ``max(longest, total / C)`` (McNaughton's bound), which is what the scheduler
-of a host approaches by migrating ranks between cores: a rank with little work does not hold
-back one with much. A rank that waits for its exchange leaves its cores to the others. With
-enough cores every rank runs at full speed and finishes at ``sum(before + max(overlapped,
-exchange)) + after``.
+ranks of ``t`` threads). For ranks that do not wait this ends at the earliest possible time,
+``max(longest, total / C)`` (McNaughton's bound), which the scheduler of a host approaches by
+migrating ranks between cores: a rank with little work does not hold back one with much. A
+rank that waits leaves its cores to the others.
 
-:func:`finish_times` steps from event to event (a rank ends a piece of work, or an exchange
-ends), so its cost grows with the ranks times the stages.
+:func:`pass_ends` computes the time each rank ends each pass: in closed form where every rank
+has its cores to itself, else from event to event (a rank ends a piece of work, or an
+exchange ends).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["finish_times"]
+__all__ = ["pass_ends"]
 
-_WORK, _POST, _WAIT = 0, 1, 2
+_WORK, _POST, _WAIT, _END = 0, 1, 2, 3
 _EPS = 1e-15
 
 
-def finish_times(stages: list, after, hosts, host_cores: float, threads: int = 1) -> np.ndarray:
-    """Seconds at which each rank finishes its pass (all start at 0).
+def pass_ends(passes: list, senders: np.ndarray, hosts, host_cores: float | None = None,
+              threads: int = 1) -> np.ndarray:
+    """Seconds at which each rank ends each pass (``[pass, rank]``; all start at 0).
 
     Args:
-        stages: ``(before, overlapped, exchange)`` per stage, each a per-rank array (seconds).
-        after: per-rank work after the last stage (seconds).
+        passes: ``(stages, after)`` per pass, in the order every rank runs them; ``stages`` a
+            list of ``(before, overlapped, exchange)``; each amount a per-rank array (seconds).
+            Every rank has the same number of stages per pass.
+        senders: ``senders[p, q]`` true where rank ``p`` receives rows from rank ``q``.
         hosts: host index of each rank.
-        host_cores: cores of each host.
+        host_cores: cores of each host (None: as many as its ranks' threads).
         threads: threads of each rank.
     """
-    after = np.asarray(after, dtype=np.float64)
-    p = after.size
     hosts = np.asarray(hosts)
-    kinds, amounts, stage_of = [], [], []
-    for s, (before, overlapped, exchange) in enumerate(stages):
-        for kind, amount in ((_WORK, before), (_POST, exchange), (_WORK, overlapped),
-                             (_WAIT, 0.0)):
-            kinds.append(kind)
-            amounts.append(np.broadcast_to(np.asarray(amount, dtype=np.float64), (p,)))
-            stage_of.append(s)
-    kinds.append(_WORK)
-    amounts.append(after)
-    stage_of.append(-1)
-    kinds, stage_of = np.asarray(kinds), np.asarray(stage_of)
+    senders = np.asarray(senders, dtype=bool)
+    p = hosts.size
+    crowded = host_cores is not None and \
+        np.bincount(hosts).max() * threads > host_cores + _EPS
+    if not crowded:
+        return _alone(passes, senders, p)
+    return _shared(passes, senders, hosts, host_cores / threads, p)
+
+
+def _as_rank_array(value, p: int) -> np.ndarray:
+    return np.broadcast_to(np.asarray(value, dtype=np.float64), (p,))
+
+
+def _ready(posted_rows: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Latest post among each rank's senders (``-inf`` without senders, NaN where one of them
+    has not posted yet)."""
+    return np.where(mask, posted_rows, -np.inf).max(axis=1)
+
+
+def _alone(passes: list, senders: np.ndarray, p: int) -> np.ndarray:
+    """Every rank at full speed: a stage ends at ``max(post + overlapped, post + exchange,
+    the senders' posts)``."""
+    now = np.zeros(p)
+    ends = []
+    for stages, after in passes:
+        for before, overlapped, exchange in stages:
+            post = now + _as_rank_array(before, p)
+            ready = _ready(np.broadcast_to(post, (p, p)), senders)
+            now = np.maximum.reduce([post + _as_rank_array(overlapped, p),
+                                     post + _as_rank_array(exchange, p), ready])
+        now = now + _as_rank_array(after, p)
+        ends.append(now)
+    return np.stack(ends)
+
+
+def _shared(passes: list, senders: np.ndarray, hosts: np.ndarray, capacity: float,
+            p: int) -> np.ndarray:
+    kinds, amounts, tags = [], [], []
+    stage = 0
+    for index, (stages, after) in enumerate(passes):
+        for before, overlapped, exchange in stages:
+            for kind, amount in ((_WORK, before), (_POST, exchange), (_WORK, overlapped),
+                                 (_WAIT, 0.0)):
+                kinds.append(kind)
+                amounts.append(_as_rank_array(amount, p))
+                tags.append(stage)
+            stage += 1
+        kinds += [_WORK, _END]
+        amounts += [_as_rank_array(after, p), np.zeros(p)]
+        tags += [-1, index]
+    kinds, tags = np.asarray(kinds), np.asarray(tags)
     amounts = np.stack(amounts, axis=1)  # [rank, op]
     ops = kinds.size
     work = np.where(kinds == _WORK, amounts, 0.0)
-    later = np.cumsum(work[:, ::-1], axis=1)[:, ::-1] - work  # work after each op
-    later = np.concatenate([later, np.zeros((p, 1))], axis=1)
+    later = np.concatenate([np.cumsum(work[:, ::-1], axis=1)[:, ::-1] - work,
+                            np.zeros((p, 1))], axis=1)  # work after each op
     ranks = np.arange(p)
+    posted = np.full((max(stage, 1), p), np.nan)
+    ends = np.zeros((len(passes), p))
     op = np.zeros(p, dtype=np.int64)
     left = amounts[:, 0].copy()
-    wait_end = np.zeros(p)
-    finish = np.zeros(p)
+    wait_end = np.full(p, np.inf)
     now = 0.0
     while True:
-        # instantaneous steps: finished work, posts, exchanges that have ended
-        while True:
+        while True:  # what takes no time: finished work, posts, ended exchanges, pass ends
             active = op < ops
-            kind = np.where(active, kinds[np.minimum(op, ops - 1)], -1)
+            at = np.minimum(op, ops - 1)
+            kind = np.where(active, kinds[at], -1)
             posting = kind == _POST
-            wait_end[posting] = now + amounts[ranks[posting], op[posting]]
-            step = ((kind == _WORK) & (left <= _EPS)) | posting | \
-                ((kind == _WAIT) & (wait_end <= now + _EPS))
+            posted[tags[at[posting]], ranks[posting]] = now
+            wait_end[posting] = now + amounts[ranks[posting], at[posting]]
+            waiting = kind == _WAIT
+            if waiting.any():
+                ready = _ready(posted[tags[at[waiting]]], senders[waiting])
+                known = ~np.isnan(ready)
+                idx = ranks[waiting][known]
+                wait_end[idx] = np.maximum(wait_end[idx], ready[known])
+                unknown = ranks[waiting][~known]
+            else:
+                unknown = ranks[:0]
+            ending = kind == _END
+            ends[tags[at[ending]], ranks[ending]] = now
+            step = ((kind == _WORK) & (left <= _EPS)) | posting | ending | \
+                (waiting & (wait_end <= now + _EPS))
+            step[unknown] = False
             if not step.any():
                 break
             op[step] += 1
-            done = step & (op >= ops)
-            finish[done] = now
             moved = step & (op < ops)
             left[moved] = amounts[ranks[moved], op[moved]]
+            wait_end[step & (kind == _WAIT)] = np.inf
         if not active.any():
-            return finish
+            return ends
         working = kind == _WORK
         rate = np.zeros(p)
         for host in np.unique(hosts[working]):
             mine = working & (hosts == host)
-            rate[mine] = _shares(left[mine] + later[ranks[mine], op[mine]],
-                                 host_cores / threads)
-        waiting = kind == _WAIT
+            rate[mine] = _shares(left[mine] + later[ranks[mine], op[mine]], capacity)
+        timed = waiting.copy()
+        timed[unknown] = False
         dt = min(np.min(left[working] / rate[working], initial=np.inf),
-                 np.min(wait_end[waiting] - now, initial=np.inf))
+                 np.min(wait_end[timed] - now, initial=np.inf))
+        if not np.isfinite(dt):
+            raise RuntimeError("timeline stalled: a rank waits for a peer that never posts")
         now += dt
         left[working] -= rate[working] * dt
 
