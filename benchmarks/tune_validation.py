@@ -22,6 +22,9 @@ runs, each under the benchmark lock::
         --cost-model benchmarks/results/cost_model_here.json \
         --out benchmarks/results/tune_validation.json
 
+``--runs 1 2`` measures every cell again as runs 1 and 2 (run 0 is the default), methods
+interleaved within a run; the report takes each cell's medians over its runs.
+
 ``--report`` prints the table and the summary (median absolute relative error, whether the
 predicted order of the partitioners equals the measured one at 4 and 8 ranks per network).
 """
@@ -155,7 +158,7 @@ def predict_cells(data, workload: dict, ranks: int, networks, args,
     return out
 
 
-def run_cell(dataset: str, method: str, ranks: int, args) -> list[dict]:
+def run_cell(dataset: str, method: str, ranks: int, args, run: int = 0) -> list[dict]:
     env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
            "OMP_NUM_THREADS": "1", "PATH": f"{Path(sys.prefix) / 'bin'}:{os.environ['PATH']}"}
     networks = args.networks if ranks > 1 else ["real"]
@@ -173,7 +176,7 @@ def run_cell(dataset: str, method: str, ranks: int, args) -> list[dict]:
                               args, result["in_job_cost_model"])
     wall = time.perf_counter() - t0
     return [{"dataset": dataset, "method": method, "ranks": ranks, "hidden": args.hidden,
-             **m, **p, "wall_s": wall,
+             "run": run, **m, **p, "wall_s": wall,
              "in_job_cost_model": result["in_job_cost_model"], "workload": result["workload"],
              "shape": result["shape"]}
             for m, p in zip(measured, predicted)]
@@ -195,7 +198,7 @@ def repredict(path: Path, args) -> None:
 
 def report(path) -> dict:
     """Print the table and the two targets; returns the summary."""
-    cells = json.loads(Path(path).read_text())["cells"]
+    cells = merged_cells(json.loads(Path(path).read_text())["cells"])
     print(f"{'dataset':<24} {'method':<7} {'ranks':>5} {'network':>7} {'pred ms':>9} "
           f"{'meas ms':>9} {'error':>7}")
     errors = []
@@ -258,6 +261,9 @@ def main() -> None:
     parser.add_argument("--host-cores", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--cost-model", default=None)
     parser.add_argument("--out", default="benchmarks/results/tune_validation.json")
+    parser.add_argument("--runs", nargs="+", type=int, default=[0],
+                        help="run indices to measure (each replaces its stored cells; the "
+                             "report takes medians over the runs of a cell)")
     parser.add_argument("--rank-main", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--report", action="store_true", help="print the table of --out")
     parser.add_argument("--repredict", action="store_true",
@@ -276,19 +282,38 @@ def main() -> None:
         return
     result = json.loads(out.read_text()) if out.exists() else {"cells": []}
     result["cost_model"] = args.cost_model
-    for dataset in args.datasets:
-        for ranks in args.ranks:
-            for method in (args.methods if ranks > 1 else args.methods[:1]):
-                rows = run_cell(dataset, method, ranks, args)
-                for row in rows:
-                    print(f"{dataset} {method} x{ranks} {row['network']}: predicted "
-                          f"{row['predicted_step_s'] * 1e3:.2f} ms, measured "
-                          f"{row['measured_step_s'] * 1e3:.2f} ms ({row['wall_s']:.0f} s)",
-                          flush=True)
-                keys = {(r["dataset"], r["method"], r["ranks"], r["network"]) for r in rows}
-                result["cells"] = [c for c in result["cells"] if (
-                    c["dataset"], c["method"], c["ranks"], c["network"]) not in keys] + rows
-                out.write_text(json.dumps(result, indent=1))
+    for run in args.runs:
+        for dataset in args.datasets:
+            for ranks in args.ranks:
+                for method in (args.methods if ranks > 1 else args.methods[:1]):
+                    rows = run_cell(dataset, method, ranks, args, run)
+                    for row in rows:
+                        print(f"{dataset} {method} x{ranks} {row['network']} run {run}: "
+                              f"predicted {row['predicted_step_s'] * 1e3:.2f} ms, measured "
+                              f"{row['measured_step_s'] * 1e3:.2f} ms ({row['wall_s']:.0f} s)",
+                              flush=True)
+                    keys = {cell_key(r) for r in rows}
+                    result["cells"] = [c for c in result["cells"]
+                                       if cell_key(c) not in keys] + rows
+                    out.write_text(json.dumps(result, indent=1))
+
+
+def cell_key(cell: dict) -> tuple:
+    """One measurement: (dataset, method, ranks, network, run)."""
+    return (cell["dataset"], cell["method"], cell["ranks"], cell["network"],
+            cell.get("run", 0))
+
+
+def merged_cells(cells: list) -> list:
+    """One cell per (dataset, method, ranks, network): the medians over its runs of the
+    measured and predicted times."""
+    groups = {}
+    for c in cells:
+        groups.setdefault(cell_key(c)[:4], []).append(c)
+    keys = ("measured_step_s", "measured_eval_s", "predicted_step_s", "predicted_eval_s",
+            "file_predicted_step_s", "file_predicted_eval_s")
+    return [{**runs[0], **{k: float(np.median([r[k] for r in runs])) for k in keys},
+             "runs": len(runs)} for runs in groups.values()]
 
 
 if __name__ == "__main__":

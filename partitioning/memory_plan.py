@@ -37,7 +37,8 @@ import numpy as np
 from .errors import PartitionError
 
 __all__ = ["DatasetShape", "plan_memory", "balanced_workload", "LOADING", "PARTITIONING",
-           "BASELINE_BYTES", "RETAINED_GROWTH", "RETAINED_GROWTH_BOUND", "format_plan",
+           "BASELINE_BYTES", "RETAINED_GROWTH_PER_LAYER", "RETAINED_GROWTH_BOUND",
+           "retained_growth", "format_plan",
            "format_bytes", "partitioning_cost"]
 
 #: peak resident memory of a command on a graph too small to matter (Python, torch, numpy,
@@ -91,14 +92,22 @@ PARTITIONING = {
 #: differently sized tensors stay in the heap; what stays allocated (features, sparse blocks,
 #: weights, optimiser state) does not grow. Measured (``benchmarks/memory_plan_validation.py``,
 #: R-MAT 18, GCN and SAGE at 2 x 64, 2 x 256 and 3 x 256, dropout 0.5, 1, 2 and 4 ranks):
-#: retained minus lean peak RSS is 0 to 1.2 of the plan's step tensors, 0.4 typically, the
-#: most for SAGE 3 x 256 in one process; without dropout (``benchmarks/peak_memory_vs_dgl.py``,
-#: 2 x 256, one process) up to 1.39 (SAGE). The expected figure uses :data:`RETAINED_GROWTH`
-#: (within 20% of 38 of the 40 validation peaks); whether a retained heap fits is decided with
-#: :data:`RETAINED_GROWTH_BOUND` (above every measured growth, so it errs towards the lean run:
-#: slower steps, never a heap that does not fit).
-RETAINED_GROWTH = 1.3
-RETAINED_GROWTH_BOUND = 2.5
+#: retained minus lean peak RSS is 0.2-0.5 of the plan's step tensors with 2 layers and
+#: 0.3-1.2 with 3 (more tensors of different lifetimes, more holes), the most for SAGE 3 x 256
+#: in one process; without dropout (``benchmarks/peak_memory_vs_dgl.py``, 2 x 256, one
+#: process) up to 1.39 (SAGE). The expected figure adds :data:`RETAINED_GROWTH_PER_LAYER` of
+#: them per layer after the first; whether a retained heap fits is decided with
+#: :data:`RETAINED_GROWTH_BOUND` of them, or twice the expected growth where that is more
+#: (above every measured growth, so it errs towards the lean run: slower steps, never a heap
+#: that does not fit).
+RETAINED_GROWTH_PER_LAYER = 0.3
+RETAINED_GROWTH_BOUND = 1.5
+
+
+def retained_growth(layers: int) -> tuple[float, float]:
+    """(expected, bound): the fractions of a step's tensors a retained heap grows by."""
+    expected = RETAINED_GROWTH_PER_LAYER * max(1, layers - 1)
+    return expected, max(RETAINED_GROWTH_BOUND, 2.0 * expected)
 #: bytes per local edge the engine keeps: the sparse block and its transpose (int32 column
 #: index and float32 value each, ``gnnscale.graph.sparse``) and the part view's int64 local
 #: CSR index.
@@ -238,8 +247,8 @@ def plan_memory(shape: DatasetShape, spec, work: dict, *, partition_method: str 
             of the command).
     Returns: ``phases`` (name -> per-rank bytes), ``per_rank_peak``, ``peak_bytes``,
     ``peak_rank``, ``peak_phase`` (the allocator's defaults: freed memory returned), and
-    ``per_rank_peak_retained`` (freed memory kept for reuse: :data:`RETAINED_GROWTH`) and
-    ``per_rank_peak_retained_bound`` (the same with :data:`RETAINED_GROWTH_BOUND`).
+    ``per_rank_peak_retained`` (freed memory kept for reuse: :func:`retained_growth`'s expected
+    growth) and ``per_rank_peak_retained_bound`` (the same with its bound).
     """
     if mode not in ("in-memory", "store", "partition"):
         raise PartitionError(f"unknown mode {mode!r}; choose in-memory, store or partition")
@@ -293,11 +302,12 @@ def plan_memory(shape: DatasetShape, spec, work: dict, *, partition_method: str 
     per_rank = stacked.max(axis=0)
 
     def retained(growth: float) -> np.ndarray:
-        return (stacked + (growth - 1.0) * steps).max(axis=0)
+        return (stacked + growth * steps).max(axis=0)
+    expected, bound = retained_growth(spec.layers)
     rank = int(np.argmax(per_rank))
     return {"phases": {k: np.asarray(phases[k], dtype=np.float64) for k in names},
-            "per_rank_peak": per_rank, "per_rank_peak_retained": retained(RETAINED_GROWTH),
-            "per_rank_peak_retained_bound": retained(RETAINED_GROWTH_BOUND),
+            "per_rank_peak": per_rank, "per_rank_peak_retained": retained(expected),
+            "per_rank_peak_retained_bound": retained(bound),
             "peak_bytes": float(per_rank[rank]), "peak_rank": rank,
             "peak_phase": names[int(np.argmax(stacked[:, rank]))], "mode": mode}
 

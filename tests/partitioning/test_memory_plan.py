@@ -5,8 +5,8 @@ import pytest
 
 from partitioning import PartitionError, make_partitioner
 from partitioning.cost_model import ModelSpec
-from partitioning.memory_plan import (BASELINE_BYTES, PARTITIONING, RETAINED_GROWTH,
-                                      RETAINED_GROWTH_BOUND, DatasetShape, balanced_workload,
+from partitioning.memory_plan import (BASELINE_BYTES, PARTITIONING, DatasetShape,
+                                      balanced_workload, retained_growth,
                                       format_plan, partitioning_cost, plan_memory)
 from partitioning.workload import part_workload
 from partition_testutil import random_graph
@@ -83,8 +83,14 @@ def test_a_retained_heap_grows_with_the_step_tensors_not_with_the_graph():
     grown_wide = extra(sparse, wide)[0]
     assert grown_wide > 2 * grown
     bound_wide = extra(sparse, wide, "per_rank_peak_retained_bound")[0]
-    assert bound_wide / grown_wide == pytest.approx((RETAINED_GROWTH_BOUND - 1)
-                                                    / (RETAINED_GROWTH - 1))
+    expected, bound = retained_growth(wide.layers)
+    assert bound_wide / grown_wide == pytest.approx(bound / expected)
+    # a layer more: more tensors of different lifetimes, a larger share of them grows
+    deeper = ModelSpec.build("gcn", 64, 256, 8, layers=3)
+    assert retained_growth(3)[0] == pytest.approx(2 * retained_growth(2)[0])
+    assert extra(sparse, deeper)[0] > 2 * grown_wide
+    # the bound stays above the expected growth however deep the model
+    assert all(retained_growth(n)[1] >= 2 * retained_growth(n)[0] for n in range(1, 12))
     assert "(up to" in format_plan(plan)
 
 
