@@ -183,7 +183,8 @@ def _layer_floats(spec, layer: int, a: int, c: int) -> tuple[float, float]:
     which ``order="auto"`` does when ``c <= a``: nothing, except the dropped-out raw features
     of the first layer) and the layer's activated output (the last layer: its logits and their
     log-softmax). Transient: the layer's temporaries forward and its gradients backward, at
-    most two rows of the wider width and one of the narrower.
+    most two rows of the wider width, and for SAGE one of the narrower besides (its second
+    product, the root weight's, has its own input and gradient).
     """
     last = layer == spec.layers - 1
     transform_first = c <= a
@@ -192,7 +193,8 @@ def _layer_floats(spec, layer: int, a: int, c: int) -> tuple[float, float]:
     else:
         kept_in = float(a)
     kept_out = 2.0 * c if last else float(c)
-    return kept_in + kept_out, 2.0 * max(a, c) + min(a, c)
+    second = float(min(a, c)) if spec.name == "sage" else 0.0
+    return kept_in + kept_out, 2.0 * max(a, c) + second
 
 
 def _training_bytes(shape: DatasetShape, spec, work: dict) -> tuple[np.ndarray, ...]:
