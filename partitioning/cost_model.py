@@ -32,8 +32,9 @@ max(in, out)``) is copying: it is counted as the rank's work before the post, an
 of ``X_p`` as time the exchange travels. ``dense = g_flop 2 N_p a c`` (twice for SAGE's two
 weights), ``dense_back`` is the weight gradient plus, above the first layer, the input
 gradient; the bracket is absent where the aggregated input needs no gradient (the first
-layer aggregating raw features). GAT waits for its exchange (width ``H C + H``) and then
-works per edge: ``g_gather (Ein+Eb+N) H C`` x 3 forward, x 6 backward. A vertex cut
+layer aggregating raw features). GAT exchanges width ``H C + H`` and works per edge
+(``g_gather H C`` x 3 forward, x 6 backward): the edges from owned sources (and self loops)
+while the exchange travels, the halo's after it. A vertex cut
 (DistGNN) exchanges twice per aggregation (master -> mirrors, partial sums -> masters) around
 its local product, without overlap. Every layer and pass of a rank also costs
 ``layer_overhead_s`` (Python and autograd).
@@ -426,15 +427,20 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
                    + _rate(k, "gamma_elem", 4.0 * n * a, cache) * in_elems)
     if spec.name == "gat":
         heads = spec.heads[layer]
-        xf = xchg(c + heads)  # GAT waits for it: no overlap
+        w = c + heads  # each source's transformed row and its attention term
+        cp = xchg.copy(w)
+        xf = np.maximum(0.0, xchg(w) - cp)
         edges = ein + eb + n
-        edge_work = (_rate(k, "gamma_gather", 4.0 * (n + halo) * c, cache) * edges * c * 3
-                     + _rate(k, "gamma_elem", 4.0 * edges * heads, cache) * edges * heads * 8)
+        per_edge = (_rate(k, "gamma_gather", 4.0 * (n + halo) * c, cache) * c * 3
+                    + _rate(k, "gamma_elem", 4.0 * edges * heads, cache) * heads * 8)
+        owned_part, halo_part = per_edge * (ein + n), per_edge * eb
+        pack = _rate(k, "gamma_gather", 4.0 * w * n, cache) * xchg.out_all * w
         dense = _dense(k, n, a, c, cache)
-        none = 0.0 * n
-        return (_Pass([(dense, none, xf)], edge_work + elementwise),
-                _Pass([(2 * elementwise + 2 * edge_work, none, xf)],
-                      dense * (1 if first else 2)))
+        # the edges from owned sources are scored and aggregated while the halo travels, the
+        # halo's edges after it; backward in reverse (the halo's edges give the gradients sent)
+        return (_Pass([(dense + pack + cp, owned_part, xf)], halo_part + elementwise),
+                _Pass([(2 * elementwise + 2 * halo_part + cp, 2 * owned_part, xf)],
+                      pack + dense * (1 if first else 2)))
     width = min(a, c)
     transform_first = c < a
     mult = 2 if spec.name == "sage" else 1

@@ -74,6 +74,19 @@ def test_the_rows_a_rank_sends_are_gathered_forward_and_summed_back_backward():
         [2 * gather * 50 * 4, 2 * gather * 100 * 4])
 
 
+def test_gat_scores_the_edges_from_owned_sources_while_its_exchange_travels():
+    spec = ModelSpec("gat", (4, 8), (1,), dropout=0.0)
+    costs = model(gamma_gather=1e-7)
+    owned = 1e-7 * 8 * 3 * (4000 + 1000)  # per edge: 3 gathers of 8 values; edges + self loops
+
+    def exposed(latency):
+        cluster = Cluster(network=Network(latency_s=latency, bandwidth_Bps=1e15), simulated=True)
+        return predict(two_parts(), spec, cluster, costs)["exchange_exposed_s"]
+    assert exposed(1e-3) == 0.0  # hidden behind the owned edges, forward and backward
+    # forward waits for what the owned edges leave; backward works through them twice
+    assert exposed(0.02) == pytest.approx(0.02 - owned)
+
+
 def test_shared_memory_copying_is_work_the_inner_aggregation_does_not_hide():
     spec = ModelSpec("gcn", (8, 8), (1,), dropout=0.0)
     costs = CostModel(compute={1: {**ONLY_COMM, "gamma_edge": 1e-7}}, shm_alpha=0.0,
