@@ -9,10 +9,12 @@ median over epochs 2.. of rank 0's training step (forward + backward + optimiser
 leaves it together after the gradient allreduce) and of its evaluation pass. Predicted:
 :func:`partitioning.cost_model.predict` for the same partition, threads per rank as ``train``
 picks them, every rank on this host sharing its ``--host-cores`` as the model spreads them,
-with two sets of constants: ``predicted_*`` with those every rank of the job measured in turn
-just before training (:func:`gnnscale.cli.calibrate.calibrate_in_job`: whatever else runs on
-this shared 2-core host at the time is in them), and ``file_predicted_*`` with
-``--cost-model`` (``gnnscale tune --calibrate``, one process).
+with two sets of constants: ``predicted_*`` with those the ranks of the job measured just
+before training, as many at once as the host has cores for
+(:func:`gnnscale.cli.calibrate.calibrate_in_job`: whatever else runs on this shared 2-core host
+at the time is in them; a cell's ``calibration`` says so, cells without it were measured one
+rank at a time), and ``file_predicted_*`` with ``--cost-model`` (``gnnscale tune
+--calibrate``, one process).
 
 Results are appended to ``--out`` (one entry per cell), so a sweep can be split into several
 runs, each under the benchmark lock::
@@ -176,7 +178,8 @@ def run_cell(dataset: str, method: str, ranks: int, args, run: int = 0) -> list[
                               args, result["in_job_cost_model"])
     wall = time.perf_counter() - t0
     return [{"dataset": dataset, "method": method, "ranks": ranks, "hidden": args.hidden,
-             "run": run, **m, **p, "wall_s": wall,
+             "run": run, "calibration": "ranks with their own cores at once",
+             **m, **p, "wall_s": wall,
              "in_job_cost_model": result["in_job_cost_model"], "workload": result["workload"],
              "shape": result["shape"]}
             for m, p in zip(measured, predicted)]

@@ -228,10 +228,19 @@ def calibrate(max_threads: int | None = None, scale: float = 1.0, shared_memory:
                      cache_bytes=float(last_level_cache_bytes()), **shm)
 
 
-def calibrate_in_job(comm, threads: int, scale: float = 1.0):
-    """Collective: constants measured by every rank of a running job in turn, with its thread
-    count, while the others wait (so each measures the host's cores as one rank has them; the
-    time model spreads ranks over shared cores itself); medians over the ranks.
+def measuring_turns(ranks: int, threads: int, host_cores: int) -> list[int]:
+    """The turn in which each rank measures its constants: consecutive ranks, as many at once
+    as ``host_cores`` has cores for ranks of ``threads`` threads."""
+    together = max(1, host_cores // max(1, threads))
+    return [rank // together for rank in range(ranks)]
+
+
+def calibrate_in_job(comm, threads: int, scale: float = 1.0, host_cores: int | None = None):
+    """Collective: constants measured by the ranks of a running job, with its thread count, as
+    many at once as the host has cores for (``host_cores // threads``; consecutive ranks
+    together, the others waiting), so that each rank has its own cores, as the time model
+    assumes before it spreads ranks over shared cores itself, and shares the memory system with
+    the ranks that compute beside it, as in training; medians over the ranks.
 
     ``layer_overhead_s`` comes from a training step of the whole job on a graph too small to
     compute (2,000 nodes split round-robin): what it takes beyond the model's other terms
@@ -245,13 +254,15 @@ def calibrate_in_job(comm, threads: int, scale: float = 1.0):
     from ..engine import LocalProblem, Trainer
     from ..nn import GNN
 
+    turns = measuring_turns(comm.size, threads, host_cores or os.cpu_count() or 1)
     saved = torch.get_num_threads()
     compute = None
     try:
-        for turn in range(comm.size):
-            if turn == comm.rank:
-                compute = compute_constants(threads, scale)
+        for turn in range(max(turns) + 1):
             comm.barrier()
+            if turns[comm.rank] == turn:
+                compute = compute_constants(threads, scale)
+        comm.barrier()
     finally:
         torch.set_num_threads(saved)
     shm = fit_alltoallv(alltoallv_timings(comm)) if comm.size > 1 else \

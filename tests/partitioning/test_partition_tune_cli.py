@@ -120,6 +120,15 @@ def test_alltoallv_fit_takes_latency_from_the_smallest_message_and_slope_from_th
     assert flat["shm_beta"] == 0.0  # a noisy slope is clipped at zero, never negative
 
 
+def test_ranks_measure_their_constants_as_many_at_once_as_the_host_has_cores_for():
+    from gnnscale.cli.calibrate import measuring_turns
+
+    assert measuring_turns(4, threads=1, host_cores=2) == [0, 0, 1, 1]
+    assert measuring_turns(3, threads=2, host_cores=2) == [0, 1, 2]  # a rank fills the host
+    assert measuring_turns(8, threads=1, host_cores=32) == [0] * 8
+    assert measuring_turns(2, threads=4, host_cores=2) == [0, 1]  # more threads than cores
+
+
 def test_calibrate_in_job_on_two_ranks(tmp_path):
     from mpi_launch import REPO_ROOT, run_python_mpi
 
