@@ -69,6 +69,9 @@ def parse_args(argv=None):
     parser.add_argument("--methods", nargs="+", default=["ldg"],
                         help="partitioners for the rmat24 step")
     parser.add_argument("--epochs", type=int, default=4)
+    parser.add_argument("--ranks", type=int, default=4,
+                        help="rmat21-prepare / rmat21-train: parts of the METIS store and ranks "
+                             "training from it")
     parser.add_argument("--models", nargs="+", default=["gcn", "sage"])
     parser.add_argument("--hidden", type=int, default=256, help="hidden width (3 layers)")
     parser.add_argument("--layers", type=int, default=2,
@@ -193,7 +196,7 @@ print(json.dumps({{"load_s": time.perf_counter() - t, "rss_added_bytes": rss() -
 
 
 def step_rmat21_prepare(args, work: Path) -> dict:
-    graph, store = work / "rmat21", work / "rmat21-metis-4"
+    graph, store = work / "rmat21", work / f"rmat21-metis-{args.ranks}"
     result = {"convert": timed(gnnscale("convert", *RMAT21, "--out", str(graph),
                                         "--overwrite"))}
     loads = []
@@ -204,8 +207,8 @@ def step_rmat21_prepare(args, work: Path) -> dict:
     result["second_load"] = loads
     print(json.dumps(loads, indent=1), flush=True)
     result["partition"] = timed(gnnscale("partition", "--dataset", str(graph), "--method",
-                                         "metis", "--parts", "4", "--out", str(store),
-                                         "--overwrite"))
+                                         "metis", "--parts", str(args.ranks), "--out",
+                                         str(store), "--overwrite"))
     return result
 
 
@@ -251,7 +254,8 @@ def train_models(args, nprocs: int | None, source: list[str], out_prefix: Path) 
 
 
 def step_rmat21_train(args, work: Path) -> dict:
-    return {**train_models(args, 4, ["--partitions", str(work / "rmat21-metis-4")],
+    return {**train_models(args, args.ranks,
+                           ["--partitions", str(work / f"rmat21-metis-{args.ranks}")],
                            work / "train"),
             "memory_limit_gib": args.memory_limit_gib}
 
@@ -316,6 +320,18 @@ def step_rmat21_peers(args, work: Path) -> dict:
     return result
 
 
+def result_key(args) -> str:
+    """Where a step's result goes in the JSON (a step run with other options keeps its own)."""
+    if args.step == "rmat21-inmemory":
+        return (f"{args.step}/{args.partitioner}/{args.balance or 'nodes'}"
+                + ("/lean" if args.allocator == "lean" else "")
+                + ("" if (args.layers, args.hidden) == (2, 64)
+                   else f"/{args.layers}x{args.hidden}"))
+    if args.step in ("rmat21-prepare", "rmat21-train") and args.ranks != 4:
+        return f"{args.step}/{args.ranks} ranks"
+    return args.step
+
+
 def main() -> None:
     global MEMORY_LIMIT_GIB
     args = parse_args()
@@ -331,10 +347,7 @@ def main() -> None:
     result.update(started=started, loadavg_end=os.getloadavg(), cpus=os.cpu_count())
     out = Path(args.out)
     report = json.loads(out.read_text()) if out.exists() else {"benchmark": "large_graphs"}
-    key = args.step if args.step != "rmat21-inmemory" else \
-        f"{args.step}/{args.partitioner}/{args.balance or 'nodes'}" + \
-        ("/lean" if args.allocator == "lean" else "") + \
-        ("" if (args.layers, args.hidden) == (2, 64) else f"/{args.layers}x{args.hidden}")
+    key = result_key(args)
     report[key] = result
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=1))
