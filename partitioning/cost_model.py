@@ -413,6 +413,16 @@ class _Pass:
         return _Pass(self.stages, self.after + seconds)
 
 
+def _sending(k: dict, xchg: _Exchange, n, width: float, cache: float) -> tuple:
+    """(pack, copy, travel) per rank of one exchange of ``width``-wide rows: gathering the rows
+    a rank sends from its owned rows (index_select; backward adds the gradients received for
+    them, index_add), the per-byte copying of the shared-memory exchange (work, not waiting),
+    and the rest of the exchange's time."""
+    pack = _rate(k, "gamma_gather", 4.0 * width * n, cache) * xchg.out_all * width
+    cp = xchg.copy(width)
+    return pack, cp, np.maximum(0.0, xchg(width) - cp)
+
+
 def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
                  training: bool, cache: float) -> tuple[_Pass, _Pass]:
     """(forward, backward) passes of one layer; ``cache``: each rank's share of its host's
@@ -428,13 +438,11 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
     if spec.name == "gat":
         heads = spec.heads[layer]
         w = c + heads  # each source's transformed row and its attention term
-        cp = xchg.copy(w)
-        xf = np.maximum(0.0, xchg(w) - cp)
+        pack, cp, xf = _sending(k, xchg, n, w, cache)
         edges = ein + eb + n
         per_edge = (_rate(k, "gamma_gather", 4.0 * (n + halo) * c, cache) * c * 3
                     + _rate(k, "gamma_elem", 4.0 * edges * heads, cache) * heads * 8)
         owned_part, halo_part = per_edge * (ein + n), per_edge * eb
-        pack = _rate(k, "gamma_gather", 4.0 * w * n, cache) * xchg.out_all * w
         dense = _dense(k, n, a, c, cache)
         # the edges from owned sources are scored and aggregated while the halo travels, the
         # halo's edges after it; backward in reverse (the halo's edges give the gradients sent)
@@ -450,12 +458,7 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
     per_edge = _rate(k, "gamma_edge", 4.0 * width * (n + halo), cache)
     inner = per_edge * (ein + self_loops) * width
     bnd = per_edge * eb * width
-    # the rows a rank sends are gathered from its owned rows before the post (index_select);
-    # backward adds the gradients it receives for them into its owned rows (index_add); the
-    # per-byte part of a shared-memory exchange is copying, work rather than waiting
-    pack = _rate(k, "gamma_gather", 4.0 * width * n, cache) * xchg.out_all * width
-    cp = xchg.copy(width)
-    x = np.maximum(0.0, xchg(width) - cp)
+    pack, cp, x = _sending(k, xchg, n, width, cache)
     none = 0.0 * n
     pre, post = (dense, none) if transform_first else (none, dense)
     if w["kind"] == "vertex_cut":  # masters -> mirrors, local product, partial sums -> masters

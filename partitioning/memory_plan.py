@@ -108,6 +108,8 @@ def retained_growth(layers: int) -> tuple[float, float]:
     """(expected, bound): the fractions of a step's tensors a retained heap grows by."""
     expected = RETAINED_GROWTH_PER_LAYER * max(1, layers - 1)
     return expected, max(RETAINED_GROWTH_BOUND, 2.0 * expected)
+
+
 #: bytes per local edge the engine keeps: the sparse block and its transpose (int32 column
 #: index and float32 value each, ``gnnscale.graph.sparse``) and the part view's int64 local
 #: CSR index.

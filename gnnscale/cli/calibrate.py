@@ -254,7 +254,8 @@ def calibrate_in_job(comm, threads: int, scale: float = 1.0, host_cores: int | N
     from ..engine import LocalProblem, Trainer
     from ..nn import GNN
 
-    turns = measuring_turns(comm.size, threads, host_cores or os.cpu_count() or 1)
+    host_cores = host_cores or os.cpu_count() or 1
+    turns = measuring_turns(comm.size, threads, host_cores)
     saved = torch.get_num_threads()
     compute = None
     try:
@@ -288,7 +289,7 @@ def calibrate_in_job(comm, threads: int, scale: float = 1.0, host_cores: int | N
                           node_parts=node_parts, method="round-robin")
     spec = ModelSpec.build("gcn", data.num_features, 16, data.num_classes)
     host = Cluster(ranks_per_host=comm.size, cores_per_rank=threads,
-                   host_cores=os.cpu_count() or 1)  # every rank of the job on this host
+                   host_cores=host_cores)  # every rank of the job on this host
     modelled = predict(part_workload(data, partition), spec, host, costs)
     # the model spreads each layer's fixed cost over the shared cores as it spreads the work
     costs.layer_overhead_s = max(0.0, (float(np.median(times[5:])) - modelled["step_s"])
