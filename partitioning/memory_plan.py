@@ -17,11 +17,14 @@ part ``p`` with ``N_p`` owned nodes, ``E_p`` local edges, ``H_p`` halo rows):
 * ``train``: the part's features, labels and masks; the local sparse blocks and their
   transposes (``BLOCK_BYTES_PER_EDGE`` per local edge); for every layer what autograd keeps
   for backward (:func:`_layer_floats`: the aggregate when a layer aggregates first, the
-  activated output; GAT: ``4 N_p (a + w + 2 c)`` and ``4 E_p H (2 C + 4)`` per-edge
-  tensors); weights, gradients and Adam's two moments (``16`` bytes per weight); the largest
-  layer's transient temporaries and gradients, with its halo rows.
+  activated output; GAT: ``4 N_p (a + w + 2 c)`` per node and two floats per edge and head,
+  ``8 (E_p + N_p) H``, its messages never held whole); weights, gradients and Adam's two
+  moments (``16`` bytes per weight); the largest layer's transient temporaries and gradients,
+  with its halo rows (GAT: five floats per edge and head, and ``GAT_INDEX_BYTES_PER_EDGE`` of
+  cached edge lists throughout).
 * ``eval``: forward without autograd: one layer's input, aggregate and output live at a time
-  (GAT: two layers' activations), the halo rows, and the logits.
+  (GAT: two layers' node tensors and one layer's per-edge ones), the halo rows, and the
+  logits.
 
 A rank's peak is the largest phase; the plan's peak is the largest rank. Coefficients come from
 reading the code (array dtypes and copies) and are checked against measured peak RSS by
@@ -116,6 +119,16 @@ def retained_growth(layers: int) -> tuple[float, float]:
 BLOCK_BYTES_PER_EDGE = 24.0
 #: transient bytes per local edge while the blocks are built (int64 rows/cols, float64 weights)
 SETUP_BYTES_PER_EDGE = 32.0
+#: GAT's int64 edge lists (``gnnscale.nn.edge_ops``, cached per graph): the local edges, the
+#: same with one self-loop per node, and (on more than one rank) those with owned sources first
+GAT_INDEX_BYTES_PER_EDGE = 48.0
+#: floats per edge and head a GAT layer keeps for backward (its scores before the LeakyReLU and
+#: the softmax numerators; the messages are never held, ``gnnscale.nn.edge_ops.weighted_sum``)
+GAT_KEPT_FLOATS_PER_EDGE_HEAD = 2.0
+#: floats per edge and head alive at once besides (gathered terms, maxima, their gradients)
+GAT_TRANSIENT_FLOATS_PER_EDGE_HEAD = 5.0
+#: the messages of one chunk of edges, gathered and weighted (``edge_ops.CHUNK_BYTES``, twice)
+GAT_MESSAGE_BYTES = 2 * 2.0**20
 #: bytes per owned node of the part view (owned ids, local CSR row pointers, degrees)
 VIEW_BYTES_PER_NODE = 40.0
 
@@ -208,19 +221,24 @@ def _training_bytes(shape: DatasetShape, spec, work: dict) -> tuple[np.ndarray, 
     f = shape.num_features
     data = n * (4.0 * f + 8.0 + 3.0) + VIEW_BYTES_PER_NODE * (n + halo)
     blocks = BLOCK_BYTES_PER_EDGE * (local_edges + (n if spec.name == "gcn" else 0))
+    if spec.name == "gat":  # one rank has no halo, so no list with owned sources first
+        lists = GAT_INDEX_BYTES_PER_EDGE * (1.0 if int(work["num_parts"]) > 1 else 2.0 / 3.0)
+        blocks = blocks + lists * (local_edges + n)
     weights = float(sum(spec.layer_weights()))
     params = 16.0 * weights  # weights, gradients, Adam's two moments
     kept, largest, eval_live = np.zeros_like(n), np.zeros_like(n), np.zeros_like(n)
     heads = spec.heads or (1,) * spec.layers
     for layer, (a, c) in enumerate(zip(spec.widths[:-1], spec.widths[1:])):
         if spec.name == "gat":
-            w = c + heads[layer]
-            per_head = max(c // heads[layer], 1)
-            acts = (4.0 * n * (a + w + 2 * c) + 4.0 * halo * w
-                    + 4.0 * (local_edges + n) * heads[layer] * (2 * per_head + 4))
-            kept += acts
-            largest = np.maximum(largest, acts)
-            eval_live = np.maximum(eval_live, 2 * acts)
+            w = c + heads[layer]  # the exchanged row: values and source attention terms
+            edge_heads = (local_edges + n) * heads[layer]  # self-loops added
+            nodes = 4.0 * n * (a + w + 2 * c) + 4.0 * halo * w
+            edge_kept = 4.0 * edge_heads * GAT_KEPT_FLOATS_PER_EDGE_HEAD
+            edge_transient = 4.0 * edge_heads * GAT_TRANSIENT_FLOATS_PER_EDGE_HEAD
+            kept += nodes + edge_kept
+            largest = np.maximum(largest, edge_transient + GAT_MESSAGE_BYTES)
+            eval_live = np.maximum(eval_live, 2 * nodes + edge_kept + edge_transient
+                                   + GAT_MESSAGE_BYTES)
             continue
         w = min(a, c)  # the aggregated (and exchanged) width
         layer_kept, transient = _layer_floats(spec, layer, a, c)

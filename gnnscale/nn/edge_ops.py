@@ -12,6 +12,7 @@ maxima each the full gradient, so it would differ from PyG.)
 
 from __future__ import annotations
 
+import math
 import weakref
 
 import torch
@@ -102,3 +103,56 @@ def edge_softmax(scores: torch.Tensor, index: torch.Tensor, num_rows: int) -> to
     weights = (scores - row_max.index_select(0, index)).exp()
     row_sum = scatter_sum(weights, index, num_rows) + 1e-16
     return weights / row_sum.index_select(0, index)
+
+
+#: Bytes of messages :func:`weighted_sum` forms at a time: the edges are taken in chunks whose
+#: gathered source rows take this many bytes, so no tensor of every edge's message is ever held
+#: (PyG's ``GATConv`` keeps two for backward; DGL's fused ``u_mul_e_sum`` none) and a chunk's
+#: gather, product and scatter stay in the core's cache. Measured on R-MAT 17 (GAT, 2 heads of
+#: 8, 2 threads): 1 MiB chunks train 1.3-2.3x faster than 32 MiB ones and than holding every
+#: message; 256 KiB ones lose again to the per-chunk overhead.
+CHUNK_BYTES = 2**20
+
+
+def weighted_sum(rows: torch.Tensor, weights: torch.Tensor, src: torch.Tensor,
+                 dst: torch.Tensor, num_rows: int) -> torch.Tensor:
+    r"""``out[d] = \sum_{e: dst_e = d} weights[e] * rows[src_e]``, the weights broadcast over a
+    row (e.g. ``rows`` [R, H, C] with ``weights`` [E, H, 1]: one weight per edge and head).
+
+    Returns ``[num_rows, *rows.shape[1:]]``: the same sums, in the same order, as
+    ``scatter_sum(weights * rows.index_select(0, src), dst, num_rows)``, but backward keeps
+    only ``rows`` and ``weights``: the messages are formed a chunk of edges at a time
+    (:data:`CHUNK_BYTES`) forward and again backward, where a weight's gradient is the dot
+    product of its destination's output gradient with its source row.
+    """
+    return _WeightedSum.apply(rows, weights, src, dst, num_rows)
+
+
+def _edge_chunks(num_edges: int, row_bytes: int) -> list[slice]:
+    step = max(1, CHUNK_BYTES // max(1, row_bytes))
+    return [slice(start, min(start + step, num_edges)) for start in range(0, num_edges, step)]
+
+
+class _WeightedSum(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, rows, weights, src, dst, num_rows):
+        out = rows.new_zeros((num_rows, *rows.shape[1:]))
+        for part in _edge_chunks(src.numel(), math.prod(rows.shape[1:]) * rows.element_size()):
+            out.index_add_(0, dst[part], weights[part] * rows.index_select(0, src[part]))
+        ctx.save_for_backward(rows, weights, src, dst)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        rows, weights, src, dst = ctx.saved_tensors
+        need_rows, need_weights = ctx.needs_input_grad[:2]
+        grad_rows = rows.new_zeros(rows.shape) if need_rows else None
+        grad_weights = torch.empty_like(weights) if need_weights else None
+        for part in _edge_chunks(src.numel(), math.prod(rows.shape[1:]) * rows.element_size()):
+            grad = grad_out.index_select(0, dst[part])
+            if need_weights:
+                products = grad * rows.index_select(0, src[part])
+                grad_weights[part] = products.sum_to_size(grad_weights[part].shape)
+            if need_rows:
+                grad_rows.index_add_(0, src[part], weights[part] * grad)
+        return grad_rows, grad_weights, None, None, None

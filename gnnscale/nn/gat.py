@@ -11,6 +11,11 @@ aggregated; the halo's edges follow once it arrives, and the two parts are combi
 rescaling each to their common maximum (the online softmax), so the result is the softmax over
 all of a node's in-edges. Backward mirrors it: the halo gradients go back to their owners while
 the owned sources' part runs backward.
+
+The weighted sum of the source rows is formed a chunk of edges at a time
+(:func:`~gnnscale.nn.edge_ops.weighted_sum`): a GAT layer keeps two floats per edge and head
+for backward (its scores and their softmax numerators), never an ``[edges, heads, width]``
+message tensor. GATv2's scores themselves need each edge's source row, which it keeps, as PyG.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from torch.nn import functional as F
 from ..graph import RankGraph
 from .dropout import dropout as fast_dropout
 from .edge_ops import (inner_first_edges, local_edges, local_edges_with_self_loops,
-                       scatter_max_or_minus_inf, scatter_sum)
+                       scatter_max_or_minus_inf, scatter_sum, weighted_sum)
 
 
 class GATLayer(nn.Module):
@@ -103,10 +108,11 @@ class GATLayer(nn.Module):
         rows = torch.cat([values.reshape(-1, heads * width), score_src], dim=1)
         return self._attention(rows, score_dst, graph)
 
-    def _edge_scores(self, values: torch.Tensor, src_terms: torch.Tensor,
+    def _edge_scores(self, values: torch.Tensor, src: torch.Tensor, src_terms: torch.Tensor,
                      dst_terms: torch.Tensor) -> torch.Tensor:
-        """Scores [E, H] of edges from their sources' values [E, H, C] and attention terms
-        [E, H] and their destinations' terms: ``LeakyReLU(a_src . W x_j + a_dst . W x_i)``."""
+        """Scores [E, H] of edges from their sources' attention terms [E, H] and their
+        destinations' (the source rows' values [R, H, C] and indices ``src`` are there for
+        :class:`GATv2Layer`): ``LeakyReLU(a_src . W x_j + a_dst . W x_i)``."""
         return F.leaky_relu(src_terms + dst_terms, self.negative_slope)
 
     def _attention(self, rows: torch.Tensor, dst_terms: torch.Tensor,
@@ -138,15 +144,14 @@ class GATLayer(nn.Module):
         the attention-dropped ``exp(score - top)`` times the source values.
         """
         heads, width = self.heads, self.out_dim
-        # values and attention terms gathered apart: a gather of a slice sends its gradient
-        # back through a [rows, ...] buffer, a slice of a gather through an [edges, ...] one
-        values = rows[:, :heads * width].index_select(0, src).view(-1, heads, width)
+        values = rows[:, :heads * width].view(-1, heads, width)  # per source row, not per edge
         src_terms = rows[:, heads * width:].index_select(0, src)
-        scores = self._edge_scores(values, src_terms, dst_terms.index_select(0, dst))
+        scores = self._edge_scores(values, src, src_terms, dst_terms.index_select(0, dst))
         top = scatter_max_or_minus_inf(scores, dst, n)  # finite wherever an edge arrives
         weights = (scores - top.index_select(0, dst)).exp()
         kept = fast_dropout(weights, self.dropout, self.training)
-        summed = scatter_sum(kept.unsqueeze(-1) * values, dst, n)
+        # the messages kept * values are formed a chunk of edges at a time, never all at once
+        summed = weighted_sum(values, kept.unsqueeze(-1), src, dst, n)
         return top, scatter_sum(weights, dst, n), summed
 
     def extra_repr(self) -> str:
@@ -192,11 +197,13 @@ class GATv2Layer(GATLayer):
         targets = self.lin_r(x).view(-1, self.heads, self.out_dim)
         return self._attention(self.lin_l(x), targets, graph)
 
-    def _edge_scores(self, values: torch.Tensor, src_terms: torch.Tensor,
+    def _edge_scores(self, values: torch.Tensor, src: torch.Tensor, src_terms: torch.Tensor,
                      dst_terms: torch.Tensor) -> torch.Tensor:
         """``a . LeakyReLU(W_l x_j + W_r x_i)`` per edge and head (the values are
-        ``W_l x_j``; the sources send no separate terms)."""
-        return (F.leaky_relu(values + dst_terms, self.negative_slope) * self.att).sum(dim=-1)
+        ``W_l x_j``; the sources send no separate terms). Unlike GAT's, these scores need
+        every edge's ``[H, C]`` source row, kept for backward as in PyG's ``GATv2Conv``."""
+        gathered = values.index_select(0, src)
+        return (F.leaky_relu(gathered + dst_terms, self.negative_slope) * self.att).sum(dim=-1)
 
 
 def _glorot_and_zeros(weights, biases) -> None:

@@ -33,11 +33,10 @@ from torch.nn import functional as F
 
 from ..graph import LocalGraph
 from .dropout import dropout as fast_dropout
-from .edge_ops import edge_softmax, local_edges_with_self_loops
+from .edge_ops import edge_softmax, local_edges_with_self_loops, weighted_sum
 from .norms import make_norm
 
 RESIDUAL_BLOCKS = ("gcn", "sage", "gat")
-_EDGE_CHUNK = 1 << 16  # edges per chunk of the fused attention sum (bounds temporaries)
 
 
 class FeedForward(nn.Module):
@@ -92,35 +91,6 @@ class SAGEModule(nn.Module):
         return self.feed_forward_module(torch.cat([x, graph.aggregate(x, "mean")], dim=1))
 
 
-class _HeadWeightedSum(torch.autograd.Function):
-    """``out[d, :, k] = sum_{e: dst[e]=d} alpha[e, k] * values[src[e], :, k]`` over edge chunks,
-    so no ``[E, C, H]`` message tensor is kept (DGL's fused ``u_mul_e_sum``); backward
-    recomputes the per-chunk products."""
-
-    @staticmethod
-    def forward(ctx, values, alpha, src, dst, num_rows: int):
-        out = values.new_zeros((num_rows, *values.shape[1:]))
-        for lo in range(0, src.numel(), _EDGE_CHUNK):
-            s, d = src[lo:lo + _EDGE_CHUNK], dst[lo:lo + _EDGE_CHUNK]
-            out.index_add_(0, d, values.index_select(0, s) * alpha[lo:lo + _EDGE_CHUNK, None])
-        ctx.save_for_backward(values, alpha, src, dst)
-        return out
-
-    @staticmethod
-    def backward(ctx, grad_out):
-        values, alpha, src, dst = ctx.saved_tensors
-        grad_values = torch.zeros_like(values) if ctx.needs_input_grad[0] else None
-        grad_alpha = torch.empty_like(alpha) if ctx.needs_input_grad[1] else None
-        for lo in range(0, src.numel(), _EDGE_CHUNK):
-            s, d = src[lo:lo + _EDGE_CHUNK], dst[lo:lo + _EDGE_CHUNK]
-            grad_rows = grad_out.index_select(0, d)
-            if grad_values is not None:
-                grad_values.index_add_(0, s, grad_rows * alpha[lo:lo + _EDGE_CHUNK, None])
-            if grad_alpha is not None:
-                grad_alpha[lo:lo + _EDGE_CHUNK] = (grad_rows * values.index_select(0, s)).sum(1)
-        return grad_values, grad_alpha, None, None, None
-
-
 class GATModule(nn.Module):
     r"""Their ``GATModule``: a linear map, multi-head attention over in-edges plus one self-loop
     per node, then :class:`FeedForward`. The source terms travel with the transformed rows in one
@@ -154,7 +124,7 @@ class GATModule(nn.Module):
         scores = score_src.index_select(0, src) + self.attn_linear_v(x).index_select(0, dst)
         alpha = edge_softmax(F.leaky_relu(scores, 0.2), dst, graph.num_owned)
         heads = values.reshape(-1, self.dim // self.num_heads, self.num_heads)
-        out = _HeadWeightedSum.apply(heads, alpha, src, dst, graph.num_owned)
+        out = weighted_sum(heads, alpha.unsqueeze(1), src, dst, graph.num_owned)
         return self.feed_forward_module(out.reshape(-1, self.dim))
 
 

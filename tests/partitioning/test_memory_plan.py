@@ -57,10 +57,15 @@ def test_activations_grow_with_the_model():
     small = plan_memory(SHAPE, GCN, work, mode="store")["phases"]["train"][0]
     wide = plan_memory(SHAPE, ModelSpec.build("gcn", 64, 256, 8), work,
                        mode="store")["phases"]["train"][0]
-    gat = plan_memory(SHAPE, ModelSpec.build("gat", 64, 32, 8, heads=4), work,
-                      mode="store")["phases"]["train"][0]
-    # 4 heads x (2 x 32 + 4) float32 per edge of the first layer alone
-    assert gat - small > 4 * 4 * (2 * 32 + 4) * SHAPE.num_edges / 2
+    def gat(width, heads):
+        return plan_memory(SHAPE, ModelSpec.build("gat", 64, width, 8, heads=heads), work,
+                           mode="store")["phases"]["train"][0]
+    # per edge and head: two float32 kept for backward in each layer (4 heads in the first)
+    assert gat(32, 4) - small > 4 * 2 * (4 + 1) * SHAPE.num_edges / 2
+    # more heads: more per-edge tensors; wider heads: wider rows only, the messages of the
+    # edges are never held (gnnscale.nn.edge_ops.weighted_sum)
+    assert gat(32, 8) - gat(32, 4) > 4 * 2 * 4 * SHAPE.num_edges / 2
+    assert gat(64, 4) - gat(32, 4) < 4 * 8 * 4 * 32 * SHAPE.num_nodes / 2
     assert wide - small > 4 * 2 * 224 * SHAPE.num_nodes / 2  # two hidden tensors per node
 
 
