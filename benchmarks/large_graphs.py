@@ -17,9 +17,11 @@ Steps:
   rmat21-prepare   the products-sized graph (R-MAT 21: 2.1M nodes, about 64M directed edges,
                    100 features, 47 classes) converted; a second load timed in a fresh process
                    (and the RSS it adds); METIS into 4 parts written as a store.
-  rmat21-train     `mpirun -n 4 gnnscale train --partitions STORE`, GCN and SAGE with 3 layers
-                   of 256: training step and evaluation time per epoch (medians after the
-                   first epoch), peak RSS per rank, halo bytes per epoch.
+  rmat21-train     `mpirun -n R gnnscale train --partitions STORE` (``--ranks R``, default 4),
+                   GCN and SAGE with 3 layers of 256 (``--models``; GAT: 3 layers of
+                   ``--gat-heads`` x ``--gat-hidden``): training step and evaluation time per
+                   epoch (medians after the first epoch), peak RSS per rank, halo bytes per
+                   epoch, and the memory plan of the same run (``planned``).
   rmat21-inmemory  `mpirun -n 4 gnnscale train --dataset CONVERTED` (every rank maps the graph,
                    rank 0 partitions) against the same run in one process: peak RSS per rank,
                    their sum, the job's peak total PSS (all its processes sampled together,
@@ -32,7 +34,9 @@ Steps:
                    setting gnnscale gives itself (GLIBC_TUNABLES below).
   rmat21-one-process  `gnnscale train --dataset CONVERTED` in one process (2 threads), the
                    models of rmat21-peers: the same measurements as rmat21-train.
-Results are merged into benchmarks/results/large_graphs.json under the step's name.
+Results are merged into benchmarks/results/large_graphs.json under the step's name (with the
+rank count and the models where they are not the defaults). ``--memory-report`` prints the
+memory plan against each stored training run's peak per rank.
 """
 
 from __future__ import annotations
@@ -62,7 +66,10 @@ RMAT24 = ["--dataset", "rmat", "--dataset-option", "scale=24", "--dataset-option
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--step", required=True, choices=["rmat24", "rmat21-prepare",
+    parser.add_argument("--memory-report", action="store_true",
+                        help="print the memory plan against every stored R-MAT 21 run's peak "
+                             "per rank (no --step needed)")
+    parser.add_argument("--step", choices=["rmat24", "rmat21-prepare",
                                                           "rmat21-train", "rmat21-inmemory",
                                                           "rmat21-peers", "rmat21-one-process"])
     parser.add_argument("--work", default="/tmp/gnnscale-large", help="scratch folder")
@@ -72,16 +79,22 @@ def parse_args(argv=None):
     parser.add_argument("--ranks", type=int, default=4,
                         help="rmat21-prepare / rmat21-train: parts of the METIS store and ranks "
                              "training from it")
-    parser.add_argument("--models", nargs="+", default=["gcn", "sage"])
+    parser.add_argument("--models", nargs="+", default=["gcn", "sage"],
+                        choices=["gcn", "sage", "gat"])
     parser.add_argument("--hidden", type=int, default=256, help="hidden width (3 layers)")
+    parser.add_argument("--gat-heads", type=int, default=2,
+                        help="GAT's attention heads per hidden layer (its per-edge tensors "
+                             "grow with them)")
+    parser.add_argument("--gat-hidden", type=int, default=8, help="GAT's width per head")
     parser.add_argument("--layers", type=int, default=2,
                         help="rmat21-inmemory: GCN layers (the other steps train 3)")
     parser.add_argument("--keep", action="store_true", help="keep the rmat24 folders")
     parser.add_argument("--partitioner", default="metis", help="for the rmat21-inmemory step")
     parser.add_argument("--balance", default=None, help="balance targets (rmat21-inmemory)")
     parser.add_argument("--allocator", choices=["retain", "lean"], default="retain",
-                        help="rmat21-inmemory: the trainer's default (freed memory kept for "
-                             "reuse) or glibc's defaults (GNNSCALE_RETAIN_MEMORY=0) in both runs")
+                        help="rmat21-inmemory, rmat21-train, rmat21-one-process: the "
+                             "trainer's own choice (freed memory kept for reuse where the plan "
+                             "says it fits) or glibc's defaults (GNNSCALE_RETAIN_MEMORY=0)")
     parser.add_argument("--memory-limit-gib", type=float, default=None,
                         help="run each command in a cgroup (v1 memory controller) with this "
                              "limit, so a run that does not fit is killed alone instead of "
@@ -214,9 +227,10 @@ def step_rmat21_prepare(args, work: Path) -> dict:
 
 def train_run(nprocs: int | None, source: list[str], model: str, epochs: int, out: Path,
               layers: int = 3, hidden: int = 256, sample_memory: bool = False,
-              extra_env=None) -> dict:
+              extra_env=None, heads: int | None = None) -> dict:
     cmd = gnnscale("train", *source, "--model", model, "--layers", str(layers), "--hidden",
-                   str(hidden), "--epochs", str(epochs), "--metrics-out", str(out),
+                   str(hidden), *(["--heads", str(heads)] if heads else []),
+                   "--epochs", str(epochs), "--metrics-out", str(out),
                    "--no-progress", "--log-every", "1")
     if MEMORY_LIMIT_GIB is not None:  # the cgroup stops a run that does not fit, not the plan
         cmd.append("--ignore-memory-plan")
@@ -240,34 +254,84 @@ def train_run(nprocs: int | None, source: list[str], model: str, epochs: int, ou
     return run
 
 
-def train_models(args, nprocs: int | None, source: list[str], out_prefix: Path) -> dict:
-    """``train_run`` of each of ``--models`` (3 layers of ``--hidden``, ``--epochs``); a run
-    that fails (e.g. killed for memory) is recorded with its error."""
-    result = {"layers": 3, "hidden": args.hidden, "epochs": args.epochs}
+def model_of(args, model: str) -> dict:
+    """The layers, width and heads a model trains with: GCN and SAGE 3 x ``--hidden``; GAT
+    3 layers of ``--gat-heads`` x ``--gat-hidden``."""
+    if model == "gat":
+        return {"layers": 3, "hidden": args.gat_hidden, "heads": args.gat_heads}
+    return {"layers": 3, "hidden": args.hidden, "heads": None}
+
+
+def planned_memory(model: str, shape: dict, ranks: int, store: Path | None,
+                   graph: Path | None) -> dict:
+    """The memory plan's per-rank peak (both allocator modes) and the phase that sets it, as
+    ``gnnscale train`` plans the same run: from the store's manifest, or (one process) from
+    the converted graph's sizes."""
+    from types import SimpleNamespace
+
+    from gnnscale.cli.memory_check import plan_for_store
+    from partitioning.cost_model import ModelSpec
+    from partitioning.memory_plan import DatasetShape, balanced_workload, plan_memory
+
+    if store is not None:
+        plan = plan_for_store(SimpleNamespace(model=model, layers=shape["layers"],
+                                              hidden=shape["hidden"], heads=shape["heads"] or 8,
+                                              out_heads=1), store, ranks)
+    else:
+        from gnnscale.data.converted import open_converted
+
+        data = open_converted(graph)
+        sizes = DatasetShape.of(data, "converted")
+        spec = ModelSpec.build(model, sizes.num_features, shape["hidden"], sizes.num_classes,
+                               shape["layers"], heads=shape["heads"] or 8, out_heads=1)
+        plan = plan_memory(sizes, spec, balanced_workload(sizes, 1), mode="in-memory")
+    return {"lean_bytes": [float(b) for b in plan["per_rank_peak"]],
+            "retained_bytes": [float(b) for b in plan["per_rank_peak_retained"]],
+            "phase": [max(plan["phases"], key=lambda k: plan["phases"][k][r])
+                      for r in range(len(plan["per_rank_peak"]))]}
+
+
+def allocator_env(args) -> dict | None:
+    return {"GNNSCALE_RETAIN_MEMORY": "0"} if args.allocator == "lean" else None
+
+
+def train_models(args, nprocs: int | None, source: list[str], out_prefix: Path,
+                 store: Path | None = None, graph: Path | None = None) -> dict:
+    """``train_run`` of each of ``--models`` (:func:`model_of`, ``--epochs``) with the memory
+    plan of the same run; a run that fails (e.g. killed for memory) is recorded with its
+    error."""
+    result = {"layers": 3, "hidden": args.hidden, "epochs": args.epochs,
+              "allocator": args.allocator}
     for model in args.models:
+        shape = model_of(args, model)
         try:
             result[model] = train_run(nprocs, source, model, args.epochs,
-                                      Path(f"{out_prefix}-{model}.jsonl"), hidden=args.hidden)
+                                      Path(f"{out_prefix}-{model}.jsonl"),
+                                      layers=shape["layers"], hidden=shape["hidden"],
+                                      heads=shape["heads"], extra_env=allocator_env(args))
         except SystemExit as exc:
             result[model] = {"error": str(exc)}
+        result[model].update(model=shape, planned=planned_memory(model, shape, nprocs or 1,
+                                                                   store, graph))
     return result
 
 
 def step_rmat21_train(args, work: Path) -> dict:
-    return {**train_models(args, args.ranks,
-                           ["--partitions", str(work / f"rmat21-metis-{args.ranks}")],
-                           work / "train"),
+    store = work / f"rmat21-metis-{args.ranks}"
+    return {**train_models(args, args.ranks, ["--partitions", str(store)], work / "train",
+                           store=store),
             "memory_limit_gib": args.memory_limit_gib}
 
 
 def step_rmat21_one_process(args, work: Path) -> dict:
-    return train_models(args, None, ["--dataset", str(work / "rmat21")], work / "one")
+    return train_models(args, None, ["--dataset", str(work / "rmat21")], work / "one",
+                        graph=work / "rmat21")
 
 
 def step_rmat21_inmemory(args, work: Path) -> dict:
     graph = work / "rmat21"
     balance = ["--balance", args.balance] if args.balance else []
-    allocator = {"GNNSCALE_RETAIN_MEMORY": "0"} if args.allocator == "lean" else None
+    allocator = allocator_env(args)
     runs = {"ranks_4": train_run(4, ["--dataset", str(graph), "--partitioner",
                                      args.partitioner, *balance], "gcn", 2, work / "mem4.jsonl",
                                  layers=args.layers, hidden=args.hidden, sample_memory=True,
@@ -327,14 +391,67 @@ def result_key(args) -> str:
                 + ("/lean" if args.allocator == "lean" else "")
                 + ("" if (args.layers, args.hidden) == (2, 64)
                    else f"/{args.layers}x{args.hidden}"))
+    key = args.step
     if args.step in ("rmat21-prepare", "rmat21-train") and args.ranks != 4:
-        return f"{args.step}/{args.ranks} ranks"
-    return args.step
+        key += f"/{args.ranks} ranks"
+    if args.step in ("rmat21-train", "rmat21-one-process") and args.models != ["gcn", "sage"]:
+        key += "/" + "+".join(args.models)
+    return key
+
+
+def memory_report(args, work: Path) -> None:
+    """Plan vs measured peak per rank of every stored R-MAT 21 training run from a store or in
+    one process (the plan recomputed with the current code where the store is in ``--work``),
+    as the README's table."""
+    out = Path(args.out)
+    report = json.loads(out.read_text())
+    rows, errors = [], []
+    for key, entry in report.items():
+        if not key.startswith(("rmat21-train", "rmat21-one-process")) or "(" in key:
+            continue
+        ranks = int(key.split("/")[1].split()[0]) if "ranks" in key else (
+            4 if key.startswith("rmat21-train") else 1)
+        store = work / f"rmat21-metis-{ranks}" if ranks > 1 else None
+        for model in ("gcn", "sage", "gat"):
+            run = entry.get(model)
+            if not run or "per_rank" not in run:
+                continue
+            shape = run.get("model") or {"layers": entry.get("layers", 3),
+                                          "hidden": entry.get("hidden", 256), "heads": None}
+            if store is None or store.exists():
+                run["planned"] = planned_memory(model, shape, ranks, store, work / "rmat21")
+            if "planned" not in run:
+                continue
+            measured = [r["peak_rss_mb"] * 2**20 for r in run["per_rank"]]
+            lean = "glibc defaults" in str(entry.get("allocator")) or \
+                entry.get("allocator") == "lean"
+            planned = run["planned"]["lean_bytes" if lean else "retained_bytes"]
+            error = [p / m - 1 for p, m in zip(planned, measured)]
+            errors += error
+            width = (f"{shape['heads']} heads x {shape['hidden']}" if shape.get("heads")
+                     else f"{shape['layers']} x {shape['hidden']}")
+            rows.append(f"| {model.upper()} {width} | {ranks} | "
+                        f"{'lean' if lean else 'retain'} | "
+                        + ", ".join(f"{p / 2**30:.2f} / {m / 2**30:.2f}"
+                                    for p, m in zip(planned, measured))
+                        + " | " + ", ".join(f"{100 * e:+.0f}%" for e in error) + " |")
+    out.write_text(json.dumps(report, indent=1))
+    print("| model | ranks | allocator | planned / measured per rank (GiB) | error per rank |")
+    print("|---|---|---|---|---|")
+    print("\n".join(rows))
+    if errors:
+        within = sum(abs(e) <= 0.2 for e in errors)
+        print(f"{within} of {len(errors)} rank peaks within 20%, largest "
+              f"{100 * max(map(abs, errors)):.1f}%")
 
 
 def main() -> None:
     global MEMORY_LIMIT_GIB
     args = parse_args()
+    if args.memory_report:
+        return memory_report(args, Path(args.work))
+    if args.step is None:
+        raise SystemExit("large_graphs.py: give --step STEP or --memory-report")
     MEMORY_LIMIT_GIB = args.memory_limit_gib
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)

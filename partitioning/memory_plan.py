@@ -20,8 +20,8 @@ part ``p`` with ``N_p`` owned nodes, ``E_p`` local edges, ``H_p`` halo rows):
   activated output; GAT: ``4 N_p (a + w + 2 c)`` per node and two floats per edge and head,
   ``8 (E_p + N_p) H``, its messages never held whole); weights, gradients and Adam's two
   moments (``16`` bytes per weight); the largest layer's transient temporaries and gradients,
-  with its halo rows (GAT: five floats per edge and head, and ``GAT_INDEX_BYTES_PER_EDGE`` of
-  cached edge lists throughout).
+  with its halo rows (GAT: two floats per edge and head and four per node of its wider
+  width; no sparse blocks, but ``GAT_INDEX_BYTES_PER_EDGE`` of cached edge lists).
 * ``eval``: forward without autograd: one layer's input, aggregate and output live at a time
   (GAT: two layers' node tensors and one layer's per-edge ones), the halo rows, and the
   logits.
@@ -117,6 +117,9 @@ def retained_growth(layers: int) -> tuple[float, float]:
 #: index and float32 value each, ``gnnscale.graph.sparse``) and the part view's int64 local
 #: CSR index.
 BLOCK_BYTES_PER_EDGE = 24.0
+#: of which the part view's int64 local CSR index (the rest is built by a layer's first
+#: aggregation, which GAT never asks for)
+VIEW_BYTES_PER_EDGE = 8.0
 #: transient bytes per local edge while the blocks are built (int64 rows/cols, float64 weights)
 SETUP_BYTES_PER_EDGE = 32.0
 #: GAT's int64 edge lists (``gnnscale.nn.edge_ops``, cached per graph): the local edges, the
@@ -126,7 +129,10 @@ GAT_INDEX_BYTES_PER_EDGE = 48.0
 #: the softmax numerators; the messages are never held, ``gnnscale.nn.edge_ops.weighted_sum``)
 GAT_KEPT_FLOATS_PER_EDGE_HEAD = 2.0
 #: floats per edge and head alive at once besides (gathered terms, maxima, their gradients)
-GAT_TRANSIENT_FLOATS_PER_EDGE_HEAD = 5.0
+GAT_TRANSIENT_FLOATS_PER_EDGE_HEAD = 2.0
+#: and per node, of the layer's wider width (the input's dropout draw and mask, the parts'
+#: sums rescaled and combined, their gradients)
+GAT_TRANSIENT_FLOATS_PER_NODE_WIDTH = 4.0
 #: the messages of one chunk of edges, gathered and weighted (``edge_ops.CHUNK_BYTES``, twice)
 GAT_MESSAGE_BYTES = 2 * 2.0**20
 #: bytes per owned node of the part view (owned ids, local CSR row pointers, degrees)
@@ -221,9 +227,10 @@ def _training_bytes(shape: DatasetShape, spec, work: dict) -> tuple[np.ndarray, 
     f = shape.num_features
     data = n * (4.0 * f + 8.0 + 3.0) + VIEW_BYTES_PER_NODE * (n + halo)
     blocks = BLOCK_BYTES_PER_EDGE * (local_edges + (n if spec.name == "gcn" else 0))
-    if spec.name == "gat":  # one rank has no halo, so no list with owned sources first
+    if spec.name == "gat":  # no sparse blocks (built on a layer's first aggregation), the
+        # part view's index and the edge lists; one rank has none with owned sources first
         lists = GAT_INDEX_BYTES_PER_EDGE * (1.0 if int(work["num_parts"]) > 1 else 2.0 / 3.0)
-        blocks = blocks + lists * (local_edges + n)
+        blocks = VIEW_BYTES_PER_EDGE * local_edges + lists * (local_edges + n)
     weights = float(sum(spec.layer_weights()))
     params = 16.0 * weights  # weights, gradients, Adam's two moments
     kept, largest, eval_live = np.zeros_like(n), np.zeros_like(n), np.zeros_like(n)
@@ -236,7 +243,8 @@ def _training_bytes(shape: DatasetShape, spec, work: dict) -> tuple[np.ndarray, 
             edge_kept = 4.0 * edge_heads * GAT_KEPT_FLOATS_PER_EDGE_HEAD
             edge_transient = 4.0 * edge_heads * GAT_TRANSIENT_FLOATS_PER_EDGE_HEAD
             kept += nodes + edge_kept
-            largest = np.maximum(largest, edge_transient + GAT_MESSAGE_BYTES)
+            node_transient = 4.0 * n * GAT_TRANSIENT_FLOATS_PER_NODE_WIDTH * max(a, c)
+            largest = np.maximum(largest, edge_transient + node_transient + GAT_MESSAGE_BYTES)
             eval_live = np.maximum(eval_live, 2 * nodes + edge_kept + edge_transient
                                    + GAT_MESSAGE_BYTES)
             continue
