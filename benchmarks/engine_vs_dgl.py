@@ -9,20 +9,41 @@ Workload (the README's engine tables): a seeded R-MAT graph (scale 18: 262,144 n
 after symmetrising and de-duplicating; Graph500 parameters, edge factor 16), 128 random
 features, 16 classes, 2-layer GCN and GraphSAGE (mean) with 256 hidden units, dropout 0.5,
 full batch, Adam (lr 0.01, weight decay 5e-4), cross-entropy on the training nodes.
+``--models gat`` runs a 2-layer GAT on the same graph, built as ``gnnscale train --model gat
+--heads 4 --hidden 16 --layers 2`` builds it: a hidden layer of 4 concatenated heads of 16
+features (``--gat-heads``, ``--gat-hidden``), ReLU, an output layer of one head, no attention
+dropout, the same input dropout before each layer:
+
+    PYTHONPATH=. $(make -s dgl-env-path)/bin/python benchmarks/engine_vs_dgl.py --models gat
 
 Variants, per model, all in one process:
   gnnscale       gnnscale.nn.GNN on LocalProblem.from_graph_data(..., init("single")),
                  Trainer.train_step()
   dgl            dgl.nn.GraphConv (norm="both", on the graph with self loops) / SAGEConv("mean")
-  pyg_edge_index torch_geometric GCNConv / SAGEConv with its default edge_index input
+                 / GATConv (on the graph with self loops; heads concatenated, or averaged
+                 in the output layer)
+  pyg_edge_index torch_geometric GCNConv / SAGEConv / GATConv with its default edge_index input
   pyg_csr        the same layers with a torch.sparse CSR adj_t (PyG's sparse-adjacency input;
-                 torch_sparse's SparseTensor has no PyPI wheel for torch 2.2)
-Every variant starts from gnnscale's initial weights (copied), so the losses are comparable.
+                 torch_sparse's SparseTensor has no PyPI wheel for torch 2.2). GCNConv and
+                 SAGEConv multiply it as a sparse matrix; GATConv takes its edges out of it
+                 (and rebuilds it with one self loop per node) on every call, then forms
+                 per-edge messages as with edge_index.
+Every variant starts from gnnscale's initial weights (copied), so the losses are comparable;
+with ``--dropout 0`` every variant's first loss is the same up to rounding (about 1e-5).
+PyG's GATConv (both inputs) keeps [edges, heads, width] messages and several [edges, heads]
+tensors, GCNConv and SAGEConv with edge_index [edges, width] messages: a PyG variant whose
+estimate exceeds ``--memory-fraction`` of the available memory is skipped, with the reason
+recorded.
 Timing: after warm-up steps, ``--reps`` rounds; in each round every variant runs one full
 training step (forward, loss, backward, Adam step), in turn (alternating, so load changes on the
 machine hit every variant alike). Reported: median and min seconds per epoch, and ratios
 (other / gnnscale: above 1 means gnnscale is faster). The thread count is set for torch,
 OpenMP (DGL's kernels) and MKL before anything is imported.
+
+Output (``--out``): the run's workload, versions and machine, and one entry per model. An
+existing file is updated per model: the models run now replace theirs, the others are kept,
+each with the description of the run that measured it under ``run`` (``--replace`` writes
+only this run's models).
 """
 
 from __future__ import annotations
@@ -38,20 +59,28 @@ def parse_args(argv=None):
     parser.add_argument("--edge-factor", type=int, default=16)
     parser.add_argument("--features", type=int, default=128)
     parser.add_argument("--classes", type=int, default=16)
-    parser.add_argument("--hidden", type=int, default=256)
+    parser.add_argument("--hidden", type=int, default=256, help="hidden width of gcn and sage")
+    parser.add_argument("--gat-heads", type=int, default=4,
+                        help="attention heads of gat's hidden layer (concatenated)")
+    parser.add_argument("--gat-hidden", type=int, default=16,
+                        help="width per head of gat's hidden layer")
     parser.add_argument("--dropout", type=float, default=0.5)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--warmup", type=int, default=1, help="untimed steps per variant")
     parser.add_argument("--reps", type=int, default=5, help="timed steps per variant")
-    parser.add_argument("--models", nargs="+", default=["gcn", "sage"], choices=["gcn", "sage"])
+    parser.add_argument("--models", nargs="+", default=["gcn", "sage"],
+                        choices=["gcn", "sage", "gat"])
     parser.add_argument("--variants", nargs="+",
                         default=["gnnscale", "dgl", "pyg_edge_index", "pyg_csr"])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--memory-fraction", type=float, default=0.5,
-                        help="skip pyg_edge_index when its per-edge message tensors (about 3 x "
-                             "edges x width x 4 bytes) would exceed this fraction of the "
+                        help="skip a PyG variant when its per-edge tensors (gcn/sage with "
+                             "edge_index: about 3 x edges x width x 4 bytes; gat: see "
+                             "edge_index_skip_reason) would exceed this fraction of the "
                              "available memory")
     parser.add_argument("--out", default="benchmarks/results/engine_vs_dgl.json")
+    parser.add_argument("--replace", action="store_true",
+                        help="write only this run's models, not those already in --out")
     return parser.parse_args(argv)
 
 
@@ -86,8 +115,37 @@ def optional(module: str):
         return None
 
 
+def layer_specs(model_name: str, data) -> list[tuple[int, int, int, bool]]:
+    """Each layer's (input width, output width per head, heads, concatenated), as gnnscale's
+    GNN builds them (``gnnscale train --model gat --heads H --hidden C --layers 2``: H
+    concatenated heads of C, then one head, averaged)."""
+    f, classes = data.num_features, data.num_classes
+    if model_name == "gat":
+        heads, hidden = ARGS.gat_heads, ARGS.gat_hidden
+        return [(f, hidden, heads, True), (heads * hidden, classes, 1, False)]
+    return [(f, ARGS.hidden, 1, True), (ARGS.hidden, classes, 1, True)]
+
+
+def make_gnn(model_name: str, data) -> GNN:
+    if model_name == "gat":
+        return GNN("gat", data.num_features, ARGS.gat_hidden, data.num_classes, num_layers=2,
+                   dropout=ARGS.dropout, heads=ARGS.gat_heads, out_heads=1, attn_dropout=0.0,
+                   activation="relu")
+    return GNN(model_name, data.num_features, ARGS.hidden, data.num_classes, num_layers=2,
+               dropout=ARGS.dropout)
+
+
+def model_description(model_name: str) -> dict:
+    if model_name == "gat":
+        return {"layers": 2, "heads": ARGS.gat_heads, "hidden_per_head": ARGS.gat_hidden,
+                "hidden": ARGS.gat_heads * ARGS.gat_hidden, "out_heads": 1,
+                "attn_dropout": 0.0, "activation": "relu", "dropout": ARGS.dropout}
+    return {"layers": 2, "hidden": ARGS.hidden, "activation": "relu", "dropout": ARGS.dropout}
+
+
 class Stack(torch.nn.Module):
-    """Two (or more) foreign conv layers with ReLU and dropout as gnnscale's GNN has them."""
+    """Two (or more) foreign conv layers with ReLU and dropout as gnnscale's GNN has them
+    (dropout on every layer's input, ReLU after every layer but the last, for gat too)."""
 
     def __init__(self, convs, dropout: float):
         super().__init__()
@@ -103,10 +161,34 @@ class Stack(torch.nn.Module):
         return x
 
 
+class DglGat(torch.nn.Module):
+    """DGL's GATConv returns [N, heads, width]: concatenated (flattened) or averaged."""
+
+    def __init__(self, conv, concat: bool):
+        super().__init__()
+        self.conv, self.concat = conv, concat
+
+    def forward(self, graph, x):
+        out = self.conv(graph, x)
+        return out.flatten(1) if self.concat else out.mean(dim=1)
+
+
 def copy_weights(model_name: str, ours: GNN, convs, library: str) -> None:
     for layer, conv in zip(ours.layers, convs):
         with torch.no_grad():
-            if model_name == "gcn":
+            if model_name == "gat":
+                if library == "dgl":  # fc, attn_l (source side), attn_r (destination side)
+                    conv.fc.weight.copy_(layer.lin.weight)
+                    conv.attn_l.copy_(layer.att_src)
+                    conv.attn_r.copy_(layer.att_dst)
+                    # DGL adds a bias per head before averaging; the same one on every head
+                    conv.bias.copy_(layer.bias if layer.concat else layer.bias.repeat(layer.heads))
+                else:  # PyG's GATConv: gnnscale's layout exactly
+                    conv.lin.weight.copy_(layer.lin.weight)
+                    conv.att_src.copy_(layer.att_src)
+                    conv.att_dst.copy_(layer.att_dst)
+                    conv.bias.copy_(layer.bias)
+            elif model_name == "gcn":
                 weight = layer.lin.weight
                 if library == "dgl":
                     conv.weight.copy_(weight.t())
@@ -159,23 +241,57 @@ def available_memory_bytes() -> int:
     return 0
 
 
-def edge_index_skip_reason(model_name: str, data, widths) -> str | None:
-    """PyG's edge_index path materialises [E, width] messages; refuse what would not fit."""
-    # GCNConv transforms first (messages at the output width); SAGEConv aggregates its input.
-    width = max(widths[1:]) if model_name == "gcn" else max(widths[:2])
-    need = 3 * data.num_edges * width * 4
+def num_self_loops(data) -> int:
+    dst = np.repeat(np.arange(data.num_nodes, dtype=np.int64), np.diff(data.indptr))
+    return int(np.count_nonzero(data.indices == dst))
+
+
+# PyG's GATConv per layer of H heads of width C, per edge (one self loop per node included):
+# kept for backward, the gathered source rows x_j [E, H, C], about 10 [E, H] float tensors
+# (gathered attention terms, their sum, LeakyReLU, softmax's maximum, exp, sums and output)
+# and the int64 edge list; at the peak (a layer's backward) 4 [E, H, C] more (message,
+# gradients). Measured at scale 13 (4 heads of 16, 16 classes): 1,600 (edge_index) and 1,560
+# (CSR) bytes per edge at the step's peak over the memory before it; this estimate: 1,576.
+GAT_EDGE_HEAD_TENSORS = 10
+GAT_PEAK_MESSAGES = 4
+
+
+def edge_index_skip_reason(model_name: str, data, specs, variant: str) -> str | None:
+    """PyG's per-edge message tensors; refuse a variant whose estimate would not fit.
+
+    GCNConv and SAGEConv form [E, width] messages only with edge_index (with a CSR adj_t they
+    multiply a sparse matrix); GATConv forms [E, H, C] messages with either input."""
     have = available_memory_bytes()
+    if model_name == "gat":
+        edges = data.num_edges - num_self_loops(data) + data.num_nodes
+        kept = sum(edges * ((heads * width + GAT_EDGE_HEAD_TENSORS * heads) * 4 + 2 * 8)
+                   for _, width, heads, _ in specs)
+        peak = GAT_PEAK_MESSAGES * edges * max(heads * width for _, width, heads, _ in specs) * 4
+        need = kept + peak
+        detail = (f"{edges:,} edges with self loops x (per layer [heads x width] rows, "
+                  f"{GAT_EDGE_HEAD_TENSORS} [heads] floats and the edge list kept, "
+                  f"{GAT_PEAK_MESSAGES} [heads x width] at the peak)")
+    else:
+        if variant != "pyg_edge_index":
+            return None
+        # GCNConv transforms first (messages at the output width); SAGEConv aggregates its
+        # input.
+        widths = [specs[0][0]] + [out for _, out, _, _ in specs]
+        width = max(widths[1:]) if model_name == "gcn" else max(widths[:2])
+        need = 3 * data.num_edges * width * 4
+        detail = f"3 x {data.num_edges:,} edges x {width} x 4 B"
     if need > ARGS.memory_fraction * have:
         return (f"skipped: per-edge messages need about {need / 2**30:.1f} GiB "
-                f"(3 x {data.num_edges:,} edges x {width} x 4 B), over "
-                f"{ARGS.memory_fraction:.0%} of the {have / 2**30:.1f} GiB available")
+                f"({detail}), over {ARGS.memory_fraction:.0%} of the "
+                f"{have / 2**30:.1f} GiB available")
     return None
 
 
-def build_steps(model_name: str, data, widths, libs) -> dict:
+def build_steps(model_name: str, data, libs) -> dict:
     dgl, pyg = libs
+    specs = layer_specs(model_name, data)
     torch.manual_seed(ARGS.seed)
-    ours = GNN(model_name, *widths, num_layers=2, dropout=ARGS.dropout)
+    ours = make_gnn(model_name, data)
     initial = {k: v.clone() for k, v in ours.state_dict().items()}
     steps, skipped = {}, {}
     t = time.perf_counter()
@@ -188,40 +304,50 @@ def build_steps(model_name: str, data, widths, libs) -> dict:
     x = torch.from_numpy(data.x)
     y = torch.from_numpy(data.y)
     train = torch.from_numpy(data.train_mask)
-    dims = list(zip([widths[0], widths[1]], [widths[1], widths[2]]))
-    reference = GNN(model_name, *widths, num_layers=2, dropout=ARGS.dropout)
+    reference = make_gnn(model_name, data)
     reference.load_state_dict(initial)
     if dgl is not None and "dgl" in ARGS.variants:
-        from dgl.nn import GraphConv, SAGEConv
+        from dgl.nn import GATConv, GraphConv, SAGEConv
 
         from gnnscale.data import to_dgl
 
         t = time.perf_counter()
         graph = to_dgl(data)
-        if model_name == "gcn":
+        if model_name in ("gcn", "gat"):
             graph = dgl.add_self_loop(dgl.remove_self_loop(graph))
-        convs = [GraphConv(a, b, norm="both") if model_name == "gcn" else SAGEConv(a, b, "mean")
-                 for a, b in dims]
+        if model_name == "gat":
+            convs = [GATConv(a, b, heads, feat_drop=0.0, attn_drop=0.0, negative_slope=0.2,
+                             residual=False, allow_zero_in_degree=True, bias=True)
+                     for a, b, heads, _ in specs]
+        else:
+            convs = [GraphConv(a, b, norm="both") if model_name == "gcn"
+                     else SAGEConv(a, b, "mean") for a, b, _, _ in specs]
         copy_weights(model_name, reference, convs, "dgl")
+        if model_name == "gat":
+            convs = [DglGat(conv, concat) for conv, (_, _, _, concat) in zip(convs, specs)]
         graph.create_formats_()  # build the sparse formats once, outside the timed steps
         setup["dgl"] = time.perf_counter() - t
         steps["dgl"] = ForeignStep(Stack(convs, ARGS.dropout), graph, x, y, train)
     if pyg is not None:
-        from torch_geometric.nn import GCNConv, SAGEConv as PygSAGEConv
+        from torch_geometric.nn import GATConv as PygGATConv, GCNConv, SAGEConv as PygSAGEConv
 
         edge_index = torch.from_numpy(data.edge_index())
         for variant in ("pyg_edge_index", "pyg_csr"):
             if variant not in ARGS.variants:
                 continue
-            if variant == "pyg_edge_index":
-                reason = edge_index_skip_reason(model_name, data, widths)
-                if reason:
-                    print(f"  {model_name} {variant}: {reason}", flush=True)
-                    skipped[variant] = reason
-                    continue
+            reason = edge_index_skip_reason(model_name, data, specs, variant)
+            if reason:
+                print(f"  {model_name} {variant}: {reason}", flush=True)
+                skipped[variant] = reason
+                continue
             t = time.perf_counter()
-            convs = [GCNConv(a, b) if model_name == "gcn" else PygSAGEConv(a, b)
-                     for a, b in dims]
+            if model_name == "gat":
+                convs = [PygGATConv(a, b, heads, concat=concat, negative_slope=0.2,
+                                    dropout=0.0, add_self_loops=True)
+                         for a, b, heads, concat in specs]
+            else:
+                convs = [GCNConv(a, b) if model_name == "gcn" else PygSAGEConv(a, b)
+                         for a, b, _, _ in specs]
             copy_weights(model_name, reference, convs, "pyg")
             if variant == "pyg_edge_index":
                 graph = edge_index
@@ -236,8 +362,7 @@ def build_steps(model_name: str, data, widths, libs) -> dict:
 
 
 def run_model(model_name: str, data, libs) -> dict:
-    widths = (data.num_features, ARGS.hidden, data.num_classes)
-    steps, setup, skipped = build_steps(model_name, data, widths, libs)
+    steps, setup, skipped = build_steps(model_name, data, libs)
     losses = {name: [] for name in steps}
     times = {name: [] for name in steps}
     failed = {}
@@ -273,7 +398,42 @@ def run_model(model_name: str, data, libs) -> dict:
            if "median_s" in result.get(n, {})]
     if pyg:
         ratios["fastest_pyg_over_gnnscale"] = min(pyg) / base
-    return {"variants": result, "ratios_median": ratios}
+    first = {name: r["losses"][0] for name, r in result.items() if r.get("losses")}
+    print(f"  {model_name} step-0 losses: "
+          + ", ".join(f"{name} {loss:.6f}" for name, loss in first.items())
+          + (f"; largest difference from gnnscale "
+             f"{max(abs(v - first['gnnscale']) for v in first.values()):.2e}"
+             if "gnnscale" in first else ""), flush=True)
+    return {"model": model_description(model_name), "variants": result,
+            "ratios_median": ratios}
+
+
+def merge_previous(report: dict, path: str) -> None:
+    """Keep the models of an earlier report at ``path`` that this run did not measure, each
+    with its run's description under ``run`` (an entry already carrying one keeps it)."""
+    try:
+        with open(path) as f:
+            previous = json.load(f)
+    except FileNotFoundError:
+        return
+    except (OSError, ValueError) as exc:
+        print(f"{path}: not read ({type(exc).__name__}: {exc}); overwritten", flush=True)
+        return
+    if not isinstance(previous, dict) or previous.get("benchmark") != report["benchmark"] \
+            or not isinstance(previous.get("models"), dict):
+        print(f"{path}: not an {report['benchmark']} report; overwritten", flush=True)
+        return
+    run = {k: v for k, v in previous.items() if k != "models"}
+    models, kept = {}, []  # the file's order, then models new to it
+    for name, entry in previous["models"].items():
+        if name in report["models"]:
+            models[name] = report["models"][name]
+        elif isinstance(entry, dict):
+            models[name] = {**entry, "run": entry.get("run", run)}
+            kept.append(name)
+    report["models"] = {**models, **report["models"]}
+    if kept:
+        print(f"kept from {path}: {', '.join(kept)}", flush=True)
 
 
 def main() -> None:
@@ -310,6 +470,8 @@ def main() -> None:
               f"{json.dumps(report['models'][model_name]['ratios_median'])}", flush=True)
     report["machine"]["loadavg_end"] = os.getloadavg()
     report["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    if not ARGS.replace:
+        merge_previous(report, ARGS.out)
     os.makedirs(os.path.dirname(os.path.abspath(ARGS.out)), exist_ok=True)
     with open(ARGS.out, "w") as f:
         json.dump(report, f, indent=2)
