@@ -102,6 +102,7 @@ from gnnscale.comm import init  # noqa: E402
 from gnnscale.data import generate_rmat  # noqa: E402
 from gnnscale.engine import LocalProblem, Trainer  # noqa: E402
 from gnnscale.nn import GNN  # noqa: E402
+from partitioning.local_view import out_degree_and_self_loops  # noqa: E402
 
 LR, WEIGHT_DECAY = 0.01, 5e-4
 
@@ -241,11 +242,6 @@ def available_memory_bytes() -> int:
     return 0
 
 
-def num_self_loops(data) -> int:
-    dst = np.repeat(np.arange(data.num_nodes, dtype=np.int64), np.diff(data.indptr))
-    return int(np.count_nonzero(data.indices == dst))
-
-
 # PyG's GATConv per layer of H heads of width C, per edge (one self loop per node included):
 # kept for backward, the gathered source rows x_j [E, H, C], about 10 [E, H] float tensors
 # (gathered attention terms, their sum, LeakyReLU, softmax's maximum, exp, sums and output)
@@ -263,7 +259,8 @@ def edge_index_skip_reason(model_name: str, data, specs, variant: str) -> str | 
     multiply a sparse matrix); GATConv forms [E, H, C] messages with either input."""
     have = available_memory_bytes()
     if model_name == "gat":
-        edges = data.num_edges - num_self_loops(data) + data.num_nodes
+        loops = out_degree_and_self_loops(data.indptr, data.indices, data.num_nodes)[1]
+        edges = data.num_edges - int(loops.sum()) + data.num_nodes
         kept = sum(edges * ((heads * width + GAT_EDGE_HEAD_TENSORS * heads) * 4 + 2 * 8)
                    for _, width, heads, _ in specs)
         peak = GAT_PEAK_MESSAGES * edges * max(heads * width for _, width, heads, _ in specs) * 4

@@ -287,8 +287,7 @@ def planned_memory(model: str, shape: dict, ranks: int, store: Path | None,
         plan = plan_memory(sizes, spec, balanced_workload(sizes, 1), mode="in-memory")
     return {"lean_bytes": [float(b) for b in plan["per_rank_peak"]],
             "retained_bytes": [float(b) for b in plan["per_rank_peak_retained"]],
-            "phase": [max(plan["phases"], key=lambda k: plan["phases"][k][r])
-                      for r in range(len(plan["per_rank_peak"]))]}
+            "phase": plan["per_rank_phase"]}
 
 
 def allocator_env(args) -> dict | None:
@@ -409,13 +408,13 @@ def memory_report(args, work: Path) -> None:
     for key, entry in report.items():
         if not key.startswith(("rmat21-train", "rmat21-one-process")) or "(" in key:
             continue
-        ranks = int(key.split("/")[1].split()[0]) if "ranks" in key else (
-            4 if key.startswith("rmat21-train") else 1)
-        store = work / f"rmat21-metis-{ranks}" if ranks > 1 else None
+        lean = "glibc defaults" in str(entry.get("allocator")) or entry.get("allocator") == "lean"
         for model in ("gcn", "sage", "gat"):
             run = entry.get(model)
             if not run or "per_rank" not in run:
                 continue
+            ranks = len(run["per_rank"])
+            store = work / f"rmat21-metis-{ranks}" if ranks > 1 else None
             shape = run.get("model") or {"layers": entry.get("layers", 3),
                                           "hidden": entry.get("hidden", 256), "heads": None}
             if store is None or store.exists():
@@ -423,8 +422,6 @@ def memory_report(args, work: Path) -> None:
             if "planned" not in run:
                 continue
             measured = [r["peak_rss_mb"] * 2**20 for r in run["per_rank"]]
-            lean = "glibc defaults" in str(entry.get("allocator")) or \
-                entry.get("allocator") == "lean"
             planned = run["planned"]["lean_bytes" if lean else "retained_bytes"]
             error = [p / m - 1 for p, m in zip(planned, measured)]
             errors += error

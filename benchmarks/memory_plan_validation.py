@@ -124,8 +124,7 @@ def train_cell(data, model: str, ranks: int, args) -> dict:
             "workload": _jsonable(work), "allocator": args.allocator, "hidden": args.hidden,
             "layers": args.layers,
             "measured_bytes": measured, "predicted_bytes": planned(plan, args.allocator),
-            "predicted_phase": [max(plan["phases"], key=lambda k: plan["phases"][k][r])
-                                for r in range(ranks)]}
+            "predicted_phase": plan["per_rank_phase"]}
 
 
 def partition_cell(data, method: str, parts: int, args) -> dict:
@@ -176,8 +175,7 @@ def predict_cell(cell: dict, data, args) -> None:
         plan = plan_memory(shape, spec_of("gcn", data, args), work, partition_method=what,
                            mode="partition")
     cell["predicted_bytes"] = planned(plan, allocator_of(cell))
-    cell["predicted_phase"] = [max(plan["phases"], key=lambda k: plan["phases"][k][r])
-                               for r in range(len(plan["per_rank_peak"]))]
+    cell["predicted_phase"] = plan["per_rank_phase"]
     cell["relative_error"] = [p / m - 1 for p, m in zip(cell["predicted_bytes"],
                                                           cell["measured_bytes"])]
 

@@ -226,11 +226,12 @@ def _training_bytes(shape: DatasetShape, spec, work: dict) -> tuple[np.ndarray, 
     local_edges = work["inner_edges"] + work["boundary_edges"]
     f = shape.num_features
     data = n * (4.0 * f + 8.0 + 3.0) + VIEW_BYTES_PER_NODE * (n + halo)
-    blocks = BLOCK_BYTES_PER_EDGE * (local_edges + (n if spec.name == "gcn" else 0))
     if spec.name == "gat":  # no sparse blocks (built on a layer's first aggregation), the
         # part view's index and the edge lists; one rank has none with owned sources first
         lists = GAT_INDEX_BYTES_PER_EDGE * (1.0 if int(work["num_parts"]) > 1 else 2.0 / 3.0)
         blocks = VIEW_BYTES_PER_EDGE * local_edges + lists * (local_edges + n)
+    else:
+        blocks = BLOCK_BYTES_PER_EDGE * (local_edges + (n if spec.name == "gcn" else 0))
     weights = float(sum(spec.layer_weights()))
     params = 16.0 * weights  # weights, gradients, Adam's two moments
     kept, largest, eval_live = np.zeros_like(n), np.zeros_like(n), np.zeros_like(n)
@@ -275,7 +276,8 @@ def plan_memory(shape: DatasetShape, spec, work: dict, *, partition_method: str 
             ``"partition"`` (``gnnscale partition``: one process loads, partitions, writes).
         baseline_bytes: the runtime's own memory per process (default: :data:`BASELINE_BYTES`
             of the command).
-    Returns: ``phases`` (name -> per-rank bytes), ``per_rank_peak``, ``peak_bytes``,
+    Returns: ``phases`` (name -> per-rank bytes), ``per_rank_peak`` and ``per_rank_phase``
+    (the phase that sets it), ``peak_bytes``,
     ``peak_rank``, ``peak_phase`` (the allocator's defaults: freed memory returned), and
     ``per_rank_peak_retained`` (freed memory kept for reuse: :func:`retained_growth`'s expected
     growth) and ``per_rank_peak_retained_bound`` (the same with its bound).
@@ -336,7 +338,9 @@ def plan_memory(shape: DatasetShape, spec, work: dict, *, partition_method: str 
     expected, bound = retained_growth(spec.layers)
     rank = int(np.argmax(per_rank))
     return {"phases": {k: np.asarray(phases[k], dtype=np.float64) for k in names},
-            "per_rank_peak": per_rank, "per_rank_peak_retained": retained(expected),
+            "per_rank_peak": per_rank,
+            "per_rank_phase": [names[i] for i in np.argmax(stacked, axis=0)],
+            "per_rank_peak_retained": retained(expected),
             "per_rank_peak_retained_bound": retained(bound),
             "peak_bytes": float(per_rank[rank]), "peak_rank": rank,
             "peak_phase": names[int(np.argmax(stacked[:, rank]))], "mode": mode}

@@ -159,3 +159,14 @@ def test_kaminpar_plan_covers_its_measured_working_memory():
     planned = per_edge * e + per_node * n + fixed
     assert working <= planned  # the plan errs on the safe side
     assert planned < partitioning_cost("metis")[0] * e  # and not by METIS's margin
+
+
+def test_each_rank_names_the_phase_that_sets_its_peak():
+    work = balanced_workload(SHAPE, 4)
+    plan = plan_memory(SHAPE, GCN, work, partition_method="metis", mode="in-memory")
+    phases = plan["phases"]
+    assert len(plan["per_rank_phase"]) == 4
+    for rank, phase in enumerate(plan["per_rank_phase"]):
+        assert phases[phase][rank] == plan["per_rank_peak"][rank]
+    assert plan["per_rank_phase"][plan["peak_rank"]] == plan["peak_phase"]
+    assert plan["per_rank_phase"][0] == "partition"  # only rank 0 partitions
