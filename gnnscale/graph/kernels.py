@@ -15,6 +15,8 @@ import numba
 import numpy as np
 from numba import njit, prange
 
+from .bf16_bits import store, to_float
+
 
 @njit(parallel=True, fastmath=True, cache=True, nogil=True)
 def _csr_spmm(indptr, indices, values, x, out):  # pragma: no cover - compiled
@@ -30,15 +32,18 @@ def _csr_spmm(indptr, indices, values, x, out):  # pragma: no cover - compiled
     return out
 
 
-ADD_ROWS_PER_TASK = 256  # rows per parallel task of the accumulating kernel (one scratch row)
+ADD_ROWS_PER_TASK = 256  # rows per parallel task of the row-summing kernel (one scratch row)
 
 
 @njit(parallel=True, fastmath=True, cache=True, nogil=True)
-def _csr_spmm_add(indptr, indices, values, x, out):  # pragma: no cover - compiled
+def _csr_spmm_rows(indptr, indices, values, x, out, add):  # pragma: no cover - compiled
+    """Each output row summed from zero in a scratch row of ``values``' dtype, then stored
+    (``add``: added to the row's old value). ``x`` and ``out`` are float arrays or bf16 bits
+    (uint16: summed in float32, rounded once when stored)."""
     rows, width = out.shape
     tasks = (rows + ADD_ROWS_PER_TASK - 1) // ADD_ROWS_PER_TASK
     for task in prange(tasks):
-        acc = np.empty(width, dtype=out.dtype)
+        acc = np.empty(width, dtype=values.dtype)
         for i in range(task * ADD_ROWS_PER_TASK, min(rows, (task + 1) * ADD_ROWS_PER_TASK)):
             for c in range(width):
                 acc[c] = 0.0
@@ -46,9 +51,13 @@ def _csr_spmm_add(indptr, indices, values, x, out):  # pragma: no cover - compil
                 j = indices[k]
                 v = values[k]
                 for c in range(width):
-                    acc[c] += v * x[j, c]
-            for c in range(width):
-                out[i, c] += acc[c]
+                    acc[c] += v * to_float(x[j, c])
+            if add:
+                for c in range(width):
+                    store(out, (i, c), to_float(out[i, c]) + acc[c])
+            else:
+                for c in range(width):
+                    store(out, (i, c), acc[c])
     return out
 
 
@@ -59,7 +68,9 @@ MIN_CHUNK_ROWS = 4096
 def csr_spmm(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray, x: np.ndarray,
              num_rows: int, threads: int, progress=None,
              add_to: np.ndarray | None = None) -> np.ndarray:
-    """``A @ x`` for a CSR matrix ``A`` (float32/float64, ``x`` C-contiguous 2-D).
+    """``A @ x`` for a CSR matrix ``A`` (``x`` C-contiguous 2-D: float32, float64, or uint16
+    holding bf16 bits, summed in float32 and rounded once per output element; ``values`` float32
+    for bf16).
 
     ``progress``: called between row blocks (e.g. ``Work.test`` of an exchange in flight, so
     that MPI moves its data while this product runs; MPI progresses only inside MPI calls).
@@ -69,14 +80,21 @@ def csr_spmm(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray, x: np.
     if numba.get_num_threads() != threads:
         numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
     if add_to is None:
-        kernel, out = _csr_spmm, np.empty((num_rows, x.shape[1]), dtype=x.dtype)
+        out = np.empty((num_rows, x.shape[1]), dtype=x.dtype)
+    elif (add_to.shape != (num_rows, x.shape[1]) or add_to.dtype != x.dtype
+            or add_to.strides[-1] != add_to.itemsize):
+        raise ValueError(f"add_to must be a {x.dtype} array of shape "
+                         f"{(num_rows, x.shape[1])} with contiguous rows, got "
+                         f"{add_to.dtype} {add_to.shape} strides {add_to.strides}")
     else:
-        if (add_to.shape != (num_rows, x.shape[1]) or add_to.dtype != x.dtype
-                or add_to.strides[-1] != add_to.itemsize):
-            raise ValueError(f"add_to must be a {x.dtype} array of shape "
-                             f"{(num_rows, x.shape[1])} with contiguous rows, got "
-                             f"{add_to.dtype} {add_to.shape} strides {add_to.strides}")
-        kernel, out = _csr_spmm_add, add_to
+        out = add_to
+    if x.dtype == np.uint16 or add_to is not None:
+        add = add_to is not None
+
+        def kernel(indptr, indices, values, x, out):
+            return _csr_spmm_rows(indptr, indices, values, x, out, add)
+    else:
+        kernel = _csr_spmm
     if progress is None or num_rows < 2 * MIN_CHUNK_ROWS:
         return kernel(indptr, indices, values, x, out)
     step = max(MIN_CHUNK_ROWS, -(-num_rows // PROGRESS_CHUNKS))

@@ -1,8 +1,8 @@
 """Sparse adjacency blocks as CSR matrices with their transposes (for backward).
 
-Aggregation is a CSR sparse x dense product: no per-edge message tensors. On the CPU, float32
-and float64 go through the compiled kernel of :mod:`.kernels` (bf16 and fp16 rows too,
-accumulated in float32); GPU tensors go through torch's sparse CSR product (cuSPARSE). The
+Aggregation is a CSR sparse x dense product: no per-edge message tensors. On the CPU, float32,
+float64 and bf16 rows go through the compiled kernel of :mod:`.kernels` (bf16 read and written
+at half width, summed in float32; fp16 rows are converted to float32 and back); GPU tensors go through torch's sparse CSR product (cuSPARSE). The
 transpose is built once, so backward is also a CSR product.
 
 A block keeps, per orientation, only what the kernel reads: int64 row pointers, int32 column
@@ -19,13 +19,21 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+from .bf16_bits import as_bits, from_bits
 from .kernels import csr_spmm
 
 warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
 
-_KERNEL_DTYPES = {torch.float32: np.float32, torch.float64: np.float64}
+# the values each row dtype's kernel reads (bf16 rows are summed in float32)
+_KERNEL_DTYPES = {torch.float32: np.float32, torch.float64: np.float64,
+                  torch.bfloat16: np.float32}
 KERNELS = ("compiled", "torch")
 _kernel = {"name": "compiled"}
+#: bf16 rows narrower than this are converted to float32 for the product: a float32 row of
+#: 16 is one 64-byte cache line, so half-width rows save no memory traffic there and the
+#: per-element conversion costs more than the two passes (R-MAT 18: 27 against 22 ms at 16
+#: columns, equal at 32, 45 against 118 ms at 64)
+HALF_ROWS_MIN_WIDTH = 32
 #: column indices are stored as int32 below this many columns
 INT32_COLUMNS = 2**31 - 1
 
@@ -68,20 +76,26 @@ class _CSR:
             size=self.shape, device=device, check_invariants=False)
 
     def matmul(self, dense: torch.Tensor, progress=None, add_to=None) -> torch.Tensor:
-        if (dense.dtype in (torch.bfloat16, torch.float16) and dense.device.type == "cpu"
-                and _kernel["name"] == "compiled"):
-            # half-width rows (bf16 compute, bf16 halo messages): accumulate in float32
+        cpu = dense.device.type == "cpu"
+        compiled = cpu and dense.dim() == 2 and _kernel["name"] == "compiled"
+        if cpu and dense.dtype in (torch.float16, torch.bfloat16) and not (
+                compiled and dense.dtype == torch.bfloat16
+                and dense.shape[-1] >= HALF_ROWS_MIN_WIDTH):
+            # half-width rows no kernel reads as they are: summed in float32
             return _sum_into(add_to, self.matmul(dense.float(), progress).to(dense.dtype))
-        np_dtype = _KERNEL_DTYPES.get(dense.dtype)
-        if (dense.device.type == "cpu" and np_dtype is not None and dense.dim() == 2
-                and _kernel["name"] == "compiled"):
+        if compiled and dense.dtype in _KERNEL_DTYPES:
+            np_dtype = _KERNEL_DTYPES[dense.dtype]
+            bf16 = dense.dtype == torch.bfloat16  # read and written as bits, summed in float32
+            as_array = as_bits if bf16 else (lambda t: t.detach().numpy())
             in_place = (add_to is not None and add_to.dtype == dense.dtype
                         and add_to.device.type == "cpu" and add_to.stride(-1) == 1)
             out = csr_spmm(self.indptr, self.indices, self._values(np_dtype),
-                           dense.detach().contiguous().numpy(), self.shape[0],
+                           as_array(dense.contiguous()), self.shape[0],
                            torch.get_num_threads(), progress,
-                           add_to=add_to.detach().numpy() if in_place else None)
-            return add_to if in_place else _sum_into(add_to, torch.from_numpy(out))
+                           add_to=as_array(add_to) if in_place else None)
+            if in_place:
+                return add_to
+            return _sum_into(add_to, from_bits(out) if bf16 else torch.from_numpy(out))
         if self._torch is None or self._torch.dtype != dense.dtype:
             self._torch = self._torch_csr(dense.dtype, dense.device)
         return _sum_into(add_to, torch.sparse.mm(self._torch, dense))

@@ -68,6 +68,10 @@ class GCNLayer(nn.Module):
         if self.bias is not None:
             nn.init.zeros_(self.bias)
 
+    #: under bf16 autocast the model hands this layer bf16 rows: its aggregation reads them at
+    #: half width and sums in float32, and its transform would round them to bf16 anyway
+    takes_half_rows = True
+
     def forward(self, x: torch.Tensor, graph: RankGraph) -> torch.Tensor:
         if not self.transform_first:  # the bias rides in the GEMM (addmm)
             return F.linear(graph.aggregate(x, "gcn"), self.lin.weight, self.bias)
@@ -114,6 +118,12 @@ class SAGELayer(nn.Module):
     def reset_parameters(self) -> None:
         self.lin_l.reset_parameters()
         self.lin_r.reset_parameters()
+
+    @property
+    def takes_half_rows(self) -> bool:
+        """As :attr:`GCNLayer.takes_half_rows`, for the mean and sum aggregators (max gathers
+        rows with torch's index operations)."""
+        return self.aggr != "max"
 
     def forward(self, x: torch.Tensor, graph: RankGraph) -> torch.Tensor:
         if self.aggr == "max":

@@ -24,6 +24,8 @@ import torch
 from numba import njit, prange
 from torch.nn import functional as F
 
+from ..graph.bf16_bits import kernel_array, kernel_empty, store, to_float, to_tensor
+
 _WORDS = 65536
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _generator = np.random.default_rng(0)
@@ -71,16 +73,17 @@ def _masked_chunk(x, words, threshold, scale, relu, out):  # pragma: no cover - 
     # fixed trip count and a branch-free select, so that the loop vectorises
     if relu:
         for j in range(x.shape[0]):
-            value = x[j]
-            out[j] = value * scale if (words[j] >= threshold) & (value > 0) else 0.0
+            value = to_float(x[j])
+            store(out, j, value * scale if (words[j] >= threshold) & (value > 0) else 0.0)
     else:
         for j in range(x.shape[0]):
-            out[j] = x[j] * scale if words[j] >= threshold else 0.0
+            store(out, j, to_float(x[j]) * scale if words[j] >= threshold else 0.0)
 
 
 @njit(parallel=True, fastmath=True, cache=True, nogil=True)
 def _masked_scale(x, key, threshold, scale, relu, out):  # pragma: no cover - compiled
-    """``out[i] = x[i] * scale`` where element i is kept (and, with relu, positive), else 0."""
+    """``out[i] = x[i] * scale`` where element i is kept (and, with relu, positive), else 0.
+    ``x`` and ``out`` are float arrays or bf16 bits (uint16), each of its own type."""
     n = x.shape[0]
     full = n // _CHUNK
     for chunk in prange(full):
@@ -106,43 +109,50 @@ def _keep_mask(n, key, threshold, out):  # pragma: no cover - compiled
 @njit(parallel=True, fastmath=True, cache=True, nogil=True)
 def _grad_where_positive(grad, out, scale, res):  # pragma: no cover - compiled
     for i in prange(grad.shape[0]):
-        res[i] = grad[i] * scale if out[i] > 0 else 0.0
+        store(res, i, to_float(grad[i]) * scale if to_float(out[i]) > 0 else 0.0)
     return res
 
 
 def _flat(x: torch.Tensor) -> np.ndarray:
-    return x.detach().contiguous().numpy().reshape(-1)
+    return kernel_array(x.contiguous()).reshape(-1)
+
+
+def _scale_type(dtype: torch.dtype):
+    return np.float64 if dtype == torch.float64 else np.float32
 
 
 def _apply(x: torch.Tensor, key: np.uint64, threshold: int, scale: float,
-           relu: bool) -> torch.Tensor:
-    flat = _flat(x)
-    out = np.empty_like(flat)
-    _masked_scale(flat, key, threshold, flat.dtype.type(scale), relu, out)
-    return torch.from_numpy(out).view(x.shape)
+           relu: bool, dtype: torch.dtype) -> torch.Tensor:
+    out = kernel_empty(x.numel(), dtype)
+    _masked_scale(_flat(x), key, threshold, _scale_type(x.dtype)(scale), relu, out)
+    return to_tensor(out, dtype).view(x.shape)
 
 
 class _Dropout(torch.autograd.Function):
-    """Dropout (optionally after ReLU) in one compiled pass each way (CPU float32/float64)."""
+    """Dropout (optionally after ReLU) in one compiled pass each way (CPU float32, float64 or
+    bf16), the output in ``dtype`` (a cast fused into the pass); the input's gradient comes
+    back in the input's dtype."""
 
     @staticmethod
-    def forward(ctx, x, key, threshold, scale, relu):
-        out = _apply(x, key, threshold, scale, relu)
-        ctx.params = (key, threshold, scale, relu)
+    def forward(ctx, x, key, threshold, scale, relu, dtype):
+        out = _apply(x, key, threshold, scale, relu, dtype)
+        ctx.params = (key, threshold, scale, relu, x.dtype)
         if relu:
             ctx.save_for_backward(out)
         return out
 
     @staticmethod
     def backward(ctx, grad):
-        key, threshold, scale, relu = ctx.params
+        key, threshold, scale, relu, in_dtype = ctx.params
         if not relu:
-            return _apply(grad, key, threshold, scale, False), None, None, None, None
+            return _apply(grad, key, threshold, scale, False, in_dtype), *[None] * 5
         (out,) = ctx.saved_tensors
-        flat = _flat(grad)
-        res = np.empty_like(flat)
-        _grad_where_positive(flat, _flat(out), flat.dtype.type(scale), res)
-        return torch.from_numpy(res).view(grad.shape), None, None, None, None
+        res = kernel_empty(grad.numel(), in_dtype)
+        _grad_where_positive(_flat(grad), _flat(out), _scale_type(grad.dtype)(scale), res)
+        return to_tensor(res, in_dtype).view(grad.shape), *[None] * 5
+
+
+_KERNEL_DTYPES = (torch.float32, torch.float64, torch.bfloat16)
 
 
 def _draw(p: float) -> tuple[np.uint64, int, float]:
@@ -153,25 +163,35 @@ def _draw(p: float) -> tuple[np.uint64, int, float]:
     return key, threshold, _WORDS / (_WORDS - threshold)
 
 
-def _dropout(x: torch.Tensor, p: float, relu: bool) -> torch.Tensor:
+def _dropout(x: torch.Tensor, p: float, relu: bool, dtype: torch.dtype) -> torch.Tensor:
     key, threshold, scale = _draw(p)
-    if x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64):
-        return _Dropout.apply(x, key, threshold, scale, relu)
+    if x.device.type == "cpu" and x.dtype in _KERNEL_DTYPES and dtype in _KERNEL_DTYPES:
+        return _Dropout.apply(x, key, threshold, scale, relu, dtype)
     keep = torch.from_numpy(_keep_mask(x.numel(), key, threshold,
                                        np.empty(x.numel(), dtype=np.bool_)))
     keep = keep.view(x.shape).to(x.device)
-    return (F.relu(x) if relu else x) * keep * scale
+    return ((F.relu(x) if relu else x) * keep * scale).to(dtype)
 
 
-def dropout(x: torch.Tensor, p: float, training: bool = True) -> torch.Tensor:
-    """Zero each element of ``x`` with probability ``p`` and scale the rest (differentiable)."""
+def dropout(x: torch.Tensor, p: float, training: bool = True,
+            dtype: torch.dtype | None = None) -> torch.Tensor:
+    """Zero each element of ``x`` with probability ``p`` and scale the rest (differentiable).
+
+    ``dtype``: the dropped-out result's dtype (default ``x``'s), e.g. ``torch.bfloat16`` for
+    rows about to be aggregated and transformed in bf16: the cast happens in the same pass.
+    Where nothing is dropped (evaluation, ``p == 0``) ``x`` itself is returned, so an input
+    that cannot change stays the same tensor (aggregates of such inputs are cached by
+    identity)."""
     if not training or p == 0.0 or x.numel() == 0:
         return x
-    return _dropout(x, p, relu=False)
+    return _dropout(x, p, False, dtype or x.dtype)
 
 
-def relu_dropout(x: torch.Tensor, p: float, training: bool = True) -> torch.Tensor:
-    """``dropout(relu(x), p)`` in one pass each way (and no stored mask)."""
+def relu_dropout(x: torch.Tensor, p: float, training: bool = True,
+                 dtype: torch.dtype | None = None) -> torch.Tensor:
+    """``dropout(relu(x), p)`` in one pass each way (and no stored mask); ``dtype`` as for
+    :func:`dropout`."""
+    dtype = dtype or x.dtype
     if not training or p == 0.0 or x.numel() == 0:
-        return F.relu(x)
-    return _dropout(x, p, relu=True)
+        return F.relu(x).to(dtype)
+    return _dropout(x, p, True, dtype)

@@ -60,6 +60,24 @@ def build_layer(model: str, in_dim: int, out_dim: int, last: bool, *, order: str
     raise ValueError(f"unknown model {model!r}; choose one of {', '.join(MODEL_NAMES)}")
 
 
+def _autocast_bf16(x: torch.Tensor) -> torch.dtype | None:
+    """``torch.bfloat16`` when ``x`` is on the CPU under bf16 autocast, else None."""
+    if x.device.type != "cpu":
+        return None
+    try:
+        enabled, dtype = torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu")
+    except TypeError:  # torch < 2.4
+        enabled, dtype = torch.is_autocast_cpu_enabled(), torch.get_autocast_cpu_dtype()
+    return torch.bfloat16 if enabled and dtype == torch.bfloat16 else None
+
+
+def _rows_dtype(layer: nn.Module, half: torch.dtype | None) -> torch.dtype | None:
+    """The dtype the dropout before ``layer`` writes: bf16 under CPU bf16 autocast for layers
+    whose aggregation reads bf16 rows at half width (their transforms would round the rows to
+    bf16 anyway), else the input's own."""
+    return half if getattr(layer, "takes_half_rows", False) else None
+
+
 class GNN(nn.Module):
     r"""``num_layers`` graph layers for node classification. Layer :math:`l` computes
 
@@ -125,10 +143,11 @@ class GNN(nn.Module):
 
     def forward(self, x: torch.Tensor, graph: RankGraph) -> torch.Tensor:
         act = ACTIVATIONS[self.activation]
+        half = _autocast_bf16(x)
         dropped = False  # x already went through the next layer's input dropout
         for i, layer in enumerate(self.layers):
             if not dropped:
-                x = fast_dropout(x, self.dropout, self.training)
+                x = fast_dropout(x, self.dropout, self.training, dtype=_rows_dtype(layer, half))
             h = layer(x, graph)
             if len(self.skips):
                 h = h + self.skips[i](x)
@@ -139,7 +158,9 @@ class GNN(nn.Module):
                     h = norm(h, graph)
                 if self.activation == "relu":
                     # the activation and the next layer's input dropout in one pass
-                    h, dropped = relu_dropout(h, self.dropout, self.training), True
+                    h = relu_dropout(h, self.dropout, self.training,
+                                     dtype=_rows_dtype(self.layers[i + 1], half))
+                    dropped = True
                 else:
                     h = act(h)
             x = h

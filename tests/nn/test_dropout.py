@@ -81,3 +81,36 @@ def test_other_dtypes_use_the_same_mask_and_eval_is_identity():
     assert torch.equal(d.relu_dropout(x, 0.5, training=False), torch.relu(x))
     with pytest.raises(ValueError, match="dropout probability"):
         d.dropout(x, 1.0)
+
+
+@pytest.mark.parametrize("relu", [False, True])
+def test_bf16_rows_in_one_pass_equal_float32_then_cast(relu):
+    fn = d.relu_dropout if relu else d.dropout
+    x = torch.randn(300, 70).to(torch.bfloat16)
+    reference = _seeded(fn, 4, x.float(), 0.3).to(torch.bfloat16)
+    half = _seeded(fn, 4, x, 0.3)  # bf16 in, bf16 out
+    cast = _seeded(fn, 4, x.float(), 0.3, True, torch.bfloat16)  # float32 in, bf16 out
+    assert half.dtype == cast.dtype == torch.bfloat16
+    assert torch.equal(half, reference) and torch.equal(cast, reference)
+
+
+@pytest.mark.parametrize("relu", [False, True])
+def test_gradients_come_back_in_the_input_dtype(relu):
+    fn = d.relu_dropout if relu else d.dropout
+    scale = 65536 / (65536 - 19661)
+    grad = torch.randn(300, 70).to(torch.bfloat16)
+    for dtype in (torch.bfloat16, torch.float32):
+        x = torch.randn(300, 70).to(dtype).requires_grad_()
+        out = _seeded(fn, 6, x, 0.3, True, torch.bfloat16)
+        out.backward(grad)
+        assert x.grad.dtype == dtype
+        kept = (out != 0) if relu else (_seeded(d.dropout, 6, torch.ones(300, 70), 0.3) != 0)
+        expected = torch.where(kept, grad.float() * scale, torch.zeros(()))
+        torch.testing.assert_close(x.grad.float(), expected.to(dtype).float(), rtol=0, atol=0)
+
+
+def test_nothing_dropped_returns_the_input_itself_whatever_the_dtype_asked():
+    x = torch.randn(20, 40)
+    assert d.dropout(x, 0.0, dtype=torch.bfloat16) is x
+    assert d.dropout(x, 0.5, training=False, dtype=torch.bfloat16) is x
+    assert d.relu_dropout(x, 0.0, dtype=torch.bfloat16).dtype == torch.bfloat16
