@@ -28,6 +28,16 @@ Variants, per model, all in one process:
                  SAGEConv multiply it as a sparse matrix; GATConv takes its edges out of it
                  (and rebuilds it with one self loop per node) on every call, then forms
                  per-edge messages as with edge_index.
+  *_bf16         any of the above in bf16: gnnscale with Trainer(compute_dtype=torch.bfloat16)
+                 (transforms under autocast, rows dropped out, aggregated and exchanged in
+                 bf16, float32 sums, weights and optimiser), the others with their forward
+                 pass and loss under torch.autocast("cpu", torch.bfloat16) (DGL's GraphConv and
+                 SAGEConv run under it; torch's CSR product has no bf16 CPU kernel, so pyg_csr_bf16
+                 fails and is recorded as failed). For the README's bf16 rows:
+
+    PYTHONPATH=. $(make -s dgl-env-path)/bin/python benchmarks/engine_vs_dgl.py \
+        --variants gnnscale gnnscale_bf16 dgl dgl_bf16 pyg_edge_index pyg_csr
+
 Every variant starts from gnnscale's initial weights (copied), so the losses are comparable;
 with ``--dropout 0`` every variant's first loss is the same up to rounding (about 1e-5).
 PyG's GATConv (both inputs) keeps [edges, heads, width] messages and several [edges, heads]
@@ -37,7 +47,7 @@ recorded.
 Timing: after warm-up steps, ``--reps`` rounds; in each round every variant runs one full
 training step (forward, loss, backward, Adam step), in turn (alternating, so load changes on the
 machine hit every variant alike). Reported: median and min seconds per epoch, and ratios
-(other / gnnscale: above 1 means gnnscale is faster). The thread count is set for torch,
+(other / gnnscale, and other / gnnscale_bf16 where it ran: above 1 means gnnscale is faster). The thread count is set for torch,
 OpenMP (DGL's kernels) and MKL before anything is imported.
 
 Output (``--out``): the run's workload, versions and machine, and one entry per model. An
@@ -71,7 +81,12 @@ def parse_args(argv=None):
     parser.add_argument("--models", nargs="+", default=["gcn", "sage"],
                         choices=["gcn", "sage", "gat"])
     parser.add_argument("--variants", nargs="+",
-                        default=["gnnscale", "dgl", "pyg_edge_index", "pyg_csr"])
+                        default=["gnnscale", "dgl", "pyg_edge_index", "pyg_csr"],
+                        choices=[v + suffix for v in ("gnnscale", "dgl", "pyg_edge_index",
+                                                      "pyg_csr") for suffix in ("", "_bf16")],
+                        help="a _bf16 variant runs under bf16 autocast: gnnscale's "
+                             "Trainer(compute_dtype=torch.bfloat16), the others' forward "
+                             "pass and loss in torch.autocast('cpu', torch.bfloat16)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--memory-fraction", type=float, default=0.5,
                         help="skip a PyG variant when its per-edge tensors (gcn/sage with "
@@ -207,17 +222,20 @@ def copy_weights(model_name: str, ours: GNN, convs, library: str) -> None:
 
 
 class ForeignStep:
-    """One full-batch training step of a DGL or PyG stack."""
+    """One full-batch training step of a DGL or PyG stack (``bf16``: forward and loss under
+    bf16 autocast, as gnnscale's ``compute_dtype`` runs them)."""
 
-    def __init__(self, module, graph, x, y, train):
+    def __init__(self, module, graph, x, y, train, bf16=False):
         self.module, self.graph, self.x, self.y, self.train = module, graph, x, y, train
+        self.bf16 = bf16
         self.optimizer = torch.optim.Adam(module.parameters(), lr=LR, weight_decay=WEIGHT_DECAY)
 
     def __call__(self) -> float:
         self.module.train()
         self.optimizer.zero_grad(set_to_none=True)
-        logits = self.module(self.graph, self.x)
-        loss = F.cross_entropy(logits[self.train], self.y[self.train])
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
+            logits = self.module(self.graph, self.x)
+            loss = F.cross_entropy(logits[self.train], self.y[self.train])
         loss.backward()
         self.optimizer.step()
         return float(loss.detach())
@@ -284,26 +302,38 @@ def edge_index_skip_reason(model_name: str, data, specs, variant: str) -> str | 
     return None
 
 
+def _requested(base: str) -> list[tuple[str, bool]]:
+    """(variant name, bf16) for each requested precision of ``base``."""
+    return [(name, name.endswith("_bf16")) for name in (base, base + "_bf16")
+            if name in ARGS.variants]
+
+
 def build_steps(model_name: str, data, libs) -> dict:
     dgl, pyg = libs
     specs = layer_specs(model_name, data)
     torch.manual_seed(ARGS.seed)
-    ours = make_gnn(model_name, data)
-    initial = {k: v.clone() for k, v in ours.state_dict().items()}
-    steps, skipped = {}, {}
-    t = time.perf_counter()
-    problem = LocalProblem.from_graph_data(data, np.zeros(data.num_nodes, np.int64),
-                                           init("single"))
-    trainer = Trainer(ours, problem, init("single"), lr=LR, weight_decay=WEIGHT_DECAY,
-                      seed=ARGS.seed)
-    setup = {"gnnscale": time.perf_counter() - t}
-    steps["gnnscale"] = lambda: trainer.train_step()[0]
+    initial = {k: v.clone() for k, v in make_gnn(model_name, data).state_dict().items()}
+    steps, skipped, setup = {}, {}, {}
+
+    def reference():
+        """gnnscale's model with the initial weights (the foreign stacks copy them)."""
+        net = make_gnn(model_name, data)
+        net.load_state_dict(initial)
+        return net
+
+    for name, bf16 in [("gnnscale", False)] + [v for v in _requested("gnnscale") if v[1]]:
+        t = time.perf_counter()
+        problem = LocalProblem.from_graph_data(data, np.zeros(data.num_nodes, np.int64),
+                                               init("single"))
+        trainer = Trainer(reference(), problem, init("single"), lr=LR,
+                          weight_decay=WEIGHT_DECAY, seed=ARGS.seed,
+                          compute_dtype=torch.bfloat16 if bf16 else None)
+        setup[name] = time.perf_counter() - t
+        steps[name] = lambda trainer=trainer: trainer.train_step()[0]
     x = torch.from_numpy(data.x)
     y = torch.from_numpy(data.y)
     train = torch.from_numpy(data.train_mask)
-    reference = make_gnn(model_name, data)
-    reference.load_state_dict(initial)
-    if dgl is not None and "dgl" in ARGS.variants:
+    if dgl is not None and _requested("dgl"):
         from dgl.nn import GATConv, GraphConv, SAGEConv
 
         from gnnscale.data import to_dgl
@@ -312,49 +342,52 @@ def build_steps(model_name: str, data, libs) -> dict:
         graph = to_dgl(data)
         if model_name in ("gcn", "gat"):
             graph = dgl.add_self_loop(dgl.remove_self_loop(graph))
-        if model_name == "gat":
-            convs = [GATConv(a, b, heads, feat_drop=0.0, attn_drop=0.0, negative_slope=0.2,
-                             residual=False, allow_zero_in_degree=True, bias=True)
-                     for a, b, heads, _ in specs]
-        else:
-            convs = [GraphConv(a, b, norm="both") if model_name == "gcn"
-                     else SAGEConv(a, b, "mean") for a, b, _, _ in specs]
-        copy_weights(model_name, reference, convs, "dgl")
-        if model_name == "gat":
-            convs = [DglGat(conv, concat) for conv, (_, _, _, concat) in zip(convs, specs)]
         graph.create_formats_()  # build the sparse formats once, outside the timed steps
-        setup["dgl"] = time.perf_counter() - t
-        steps["dgl"] = ForeignStep(Stack(convs, ARGS.dropout), graph, x, y, train)
+        graph_setup = time.perf_counter() - t
+        for name, bf16 in _requested("dgl"):
+            t = time.perf_counter()
+            if model_name == "gat":
+                convs = [GATConv(a, b, heads, feat_drop=0.0, attn_drop=0.0,
+                                 negative_slope=0.2, residual=False,
+                                 allow_zero_in_degree=True, bias=True)
+                         for a, b, heads, _ in specs]
+            else:
+                convs = [GraphConv(a, b, norm="both") if model_name == "gcn"
+                         else SAGEConv(a, b, "mean") for a, b, _, _ in specs]
+            copy_weights(model_name, reference(), convs, "dgl")
+            if model_name == "gat":
+                convs = [DglGat(conv, concat) for conv, (_, _, _, concat) in zip(convs, specs)]
+            setup[name] = graph_setup + time.perf_counter() - t
+            steps[name] = ForeignStep(Stack(convs, ARGS.dropout), graph, x, y, train, bf16)
     if pyg is not None:
         from torch_geometric.nn import GATConv as PygGATConv, GCNConv, SAGEConv as PygSAGEConv
 
         edge_index = torch.from_numpy(data.edge_index())
-        for variant in ("pyg_edge_index", "pyg_csr"):
-            if variant not in ARGS.variants:
-                continue
-            reason = edge_index_skip_reason(model_name, data, specs, variant)
-            if reason:
-                print(f"  {model_name} {variant}: {reason}", flush=True)
-                skipped[variant] = reason
-                continue
-            t = time.perf_counter()
-            if model_name == "gat":
-                convs = [PygGATConv(a, b, heads, concat=concat, negative_slope=0.2,
-                                    dropout=0.0, add_self_loops=True)
-                         for a, b, heads, concat in specs]
-            else:
-                convs = [GCNConv(a, b) if model_name == "gcn" else PygSAGEConv(a, b)
-                         for a, b, _, _ in specs]
-            copy_weights(model_name, reference, convs, "pyg")
-            if variant == "pyg_edge_index":
-                graph = edge_index
-            else:  # adj_t: row = destination, columns = its sources (gnnscale's CSR exactly)
-                graph = torch.sparse_csr_tensor(
-                    torch.from_numpy(data.indptr), torch.from_numpy(data.indices),
-                    torch.ones(data.num_edges), size=(data.num_nodes, data.num_nodes))
-            setup[variant] = time.perf_counter() - t
-            steps[variant] = ForeignStep(Stack([PygAdapter(c) for c in convs], ARGS.dropout),
-                                         graph, x, y, train)
+        for base in ("pyg_edge_index", "pyg_csr"):
+            for variant, bf16 in _requested(base):
+                reason = edge_index_skip_reason(model_name, data, specs, base)
+                if reason:
+                    print(f"  {model_name} {variant}: {reason}", flush=True)
+                    skipped[variant] = reason
+                    continue
+                t = time.perf_counter()
+                if model_name == "gat":
+                    convs = [PygGATConv(a, b, heads, concat=concat, negative_slope=0.2,
+                                        dropout=0.0, add_self_loops=True)
+                             for a, b, heads, concat in specs]
+                else:
+                    convs = [GCNConv(a, b) if model_name == "gcn" else PygSAGEConv(a, b)
+                             for a, b, _, _ in specs]
+                copy_weights(model_name, reference(), convs, "pyg")
+                if base == "pyg_edge_index":
+                    graph = edge_index
+                else:  # adj_t: row = destination, columns = its sources (gnnscale's CSR)
+                    graph = torch.sparse_csr_tensor(
+                        torch.from_numpy(data.indptr), torch.from_numpy(data.indices),
+                        torch.ones(data.num_edges), size=(data.num_nodes, data.num_nodes))
+                setup[variant] = time.perf_counter() - t
+                steps[variant] = ForeignStep(Stack([PygAdapter(c) for c in convs],
+                                                   ARGS.dropout), graph, x, y, train, bf16)
     return steps, setup, skipped
 
 
@@ -395,6 +428,11 @@ def run_model(model_name: str, data, libs) -> dict:
            if "median_s" in result.get(n, {})]
     if pyg:
         ratios["fastest_pyg_over_gnnscale"] = min(pyg) / base
+    if "median_s" in result.get("gnnscale_bf16", {}):
+        half = result["gnnscale_bf16"]["median_s"]
+        ratios.update({f"{name}_over_gnnscale_bf16": r["median_s"] / half
+                       for name, r in result.items()
+                       if name != "gnnscale_bf16" and "median_s" in r})
     first = {name: r["losses"][0] for name, r in result.items() if r.get("losses")}
     print(f"  {model_name} step-0 losses: "
           + ", ".join(f"{name} {loss:.6f}" for name, loss in first.items())
@@ -435,9 +473,9 @@ def merge_previous(report: dict, path: str) -> None:
 
 def main() -> None:
     torch.set_num_threads(ARGS.threads)
-    dgl = optional("dgl") if "dgl" in ARGS.variants else None
+    dgl = optional("dgl") if _requested("dgl") else None
     pyg = (optional("torch_geometric")
-           if {"pyg_edge_index", "pyg_csr"} & set(ARGS.variants) else None)
+           if _requested("pyg_edge_index") or _requested("pyg_csr") else None)
     t = time.perf_counter()
     data = generate_rmat(scale=ARGS.scale, edge_factor=ARGS.edge_factor, seed=ARGS.seed,
                          num_features=ARGS.features, num_classes=ARGS.classes)

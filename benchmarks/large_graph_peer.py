@@ -9,7 +9,8 @@ Run by benchmarks/large_graphs.py (step rmat21-peers); by hand, from the reposit
 The model is what ``gnnscale train --model M --layers 3 --hidden 256`` builds: DGL GraphConv
 (norm="both", on the graph with self loops) or SAGEConv("mean"); PyG GCNConv or SAGEConv on a
 torch.sparse CSR adjacency (PyG's sparse input, row = destination); ReLU and dropout 0.5 between
-layers, Adam (lr 0.01, weight decay 5e-4), cross-entropy on the training nodes. Prints one JSON
+layers, Adam (lr 0.01, weight decay 5e-4), cross-entropy on the training nodes
+(``--compute-dtype bfloat16``: forward and loss under bf16 autocast). Prints one JSON
 line: median training-step time after ``--warmup`` steps, one evaluation forward pass, peak RSS.
 """
 
@@ -35,6 +36,9 @@ def parse_args():
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--steps", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--compute-dtype", default="float32", choices=["float32", "bfloat16"],
+                        help="bfloat16: forward pass and loss under torch.autocast('cpu', "
+                             "torch.bfloat16), as gnnscale train --compute-dtype runs them")
     return parser.parse_args()
 
 
@@ -106,7 +110,9 @@ def main() -> None:
         t = time.perf_counter()
         model.train()
         optimizer.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(model(graph, x)[train], y[train])
+        with torch.autocast("cpu", dtype=torch.bfloat16,
+                            enabled=ARGS.compute_dtype == "bfloat16"):
+            loss = F.cross_entropy(model(graph, x)[train], y[train])
         loss.backward()
         optimizer.step()
         elapsed = time.perf_counter() - t
@@ -116,10 +122,12 @@ def main() -> None:
             times.append(elapsed)
     model.eval()
     t = time.perf_counter()
-    with torch.no_grad():
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16,
+                                         enabled=ARGS.compute_dtype == "bfloat16"):
         model(graph, x).argmax(1)
     evaluation = time.perf_counter() - t
     print(json.dumps({"library": ARGS.library, "version": version, "model": ARGS.model,
+                      "compute_dtype": ARGS.compute_dtype,
                       "step_s_median": statistics.median(times), "step_times_s": times,
                       "evaluation_s": evaluation, "setup_s": setup, "losses": losses,
                       "torch": torch.__version__,

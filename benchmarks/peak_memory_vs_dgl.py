@@ -14,11 +14,17 @@ Runs, in turn, per model and dropout:
   gnnscale          ``gnnscale train`` (``--epochs``, evaluation every epoch), the trainer's
                     own allocator choice (freed memory kept for reuse when the plan says it fits)
   gnnscale lean     the same with ``GNNSCALE_RETAIN_MEMORY=0`` (freed memory returned)
+  gnnscale bf16     the first with ``--compute-dtype bfloat16``
   dgl               ``benchmarks/large_graph_peer.py --library dgl`` (DGL 2.1.0 GraphConv /
-                    SAGEConv, ``--steps`` steps and one evaluation pass) as installed
+                    SAGEConv, ``--epochs - 1`` steps and one evaluation pass) as installed
   dgl tuned         the same with gnnscale's allocator setting (``GLIBC_TUNABLES`` below)
-Measured: each process's peak RSS (``ru_maxrss``), which includes loading the graph. Writes
-``--out`` and prints a table (MiB, and the ratio to DGL as installed).
+  dgl bf16          as installed, ``--compute-dtype bfloat16`` (bf16 autocast)
+Measured: each process's peak RSS (``ru_maxrss``), which includes loading the graph, and its
+median training step (gnnscale: epoch minus evaluation, epochs after the first two; DGL: the
+steps after the first). One process per variant, in turn (not alternating step by step as
+``engine_vs_dgl.py`` does), so the times carry the host's drift between processes. Writes
+``--out`` and prints two tables (peak MiB, and seconds per step, each with the ratio to DGL as
+installed).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -34,11 +41,11 @@ from pathlib import Path
 from large_graphs import GLIBC_TUNABLES, dgl_python
 
 REPO = Path(__file__).resolve().parents[1]
-VARIANTS = ("gnnscale", "gnnscale lean", "dgl", "dgl tuned")
+VARIANTS = ("gnnscale", "gnnscale lean", "gnnscale bf16", "dgl", "dgl tuned", "dgl bf16")
 
 
-def gnnscale_peak(args, model: str, dropout: float, lean: bool) -> float:
-    """Peak RSS (MiB) of ``gnnscale train`` in one process."""
+def gnnscale_run(args, model: str, dropout: float, lean: bool, bf16: bool) -> tuple:
+    """(peak RSS MiB, median training step s) of ``gnnscale train`` in one process."""
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
     env.pop("GNNSCALE_RETAIN_MEMORY", None)
     if lean:
@@ -49,24 +56,39 @@ def gnnscale_peak(args, model: str, dropout: float, lean: bool) -> float:
                         args.dataset, "--model", model, "--layers", "2", "--hidden",
                         str(args.hidden), "--dropout", str(dropout), "--epochs",
                         str(args.epochs), "--threads", str(args.threads), "--no-progress",
+                        "--compute-dtype", "bfloat16" if bf16 else "float32",
                         "--metrics-out", str(metrics)], env=env, cwd=REPO, check=True,
                        capture_output=True, text=True)
-        summary = json.loads(metrics.read_text().strip().splitlines()[-1])
-    return float(summary["per_rank"][0]["peak_rss_mb"])
+        records = [json.loads(line) for line in metrics.read_text().strip().splitlines()]
+    steps = [r["epoch_time_s"] - r["time"]["eval_s"] for r in records
+             if not r.get("summary")][2:]
+    return float(records[-1]["per_rank"][0]["peak_rss_mb"]), statistics.median(steps)
 
 
-def dgl_peak(args, python: str, model: str, dropout: float, tuned: bool) -> float:
-    """Peak RSS (MiB) of DGL training in one process (``large_graph_peer.py`` run by the DGL
-    environment's ``python``)."""
+def dgl_run(args, python: str, model: str, dropout: float, tuned: bool, bf16: bool) -> tuple:
+    """(peak RSS MiB, median training step s) of DGL training in one process
+    (``large_graph_peer.py`` run by the DGL environment's ``python``)."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     if tuned:
         env["GLIBC_TUNABLES"] = GLIBC_TUNABLES
     done = subprocess.run([python, "benchmarks/large_graph_peer.py", "--library", "dgl",
                            "--model", model, "--dataset", args.dataset, "--layers", "2",
                            "--hidden", str(args.hidden), "--dropout", str(dropout),
-                           "--steps", str(args.epochs - 1), "--threads", str(args.threads)],
+                           "--steps", str(args.epochs - 1), "--threads", str(args.threads),
+                           "--compute-dtype", "bfloat16" if bf16 else "float32"],
                           env=env, cwd=REPO, check=True, capture_output=True, text=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])["peak_rss_bytes"] / 2**20
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return result["peak_rss_bytes"] / 2**20, result["step_s_median"]
+
+
+def print_table(rows: list, key: str, fmt) -> None:
+    print("| model | dropout | " + " | ".join(VARIANTS) + " |")
+    print("|---|---|" + "---|" * len(VARIANTS))
+    for row in rows:
+        values = row[key]
+        print(f"| {row['model'].upper()} | {row['dropout']} | " + " | ".join(
+            f"{fmt(values[k])} ({values[k] / values['dgl']:.2f}x)" if k in values else "-"
+            for k in VARIANTS) + " |")
 
 
 def main() -> None:
@@ -77,28 +99,39 @@ def main() -> None:
     parser.add_argument("--hidden", type=int, default=256)
     parser.add_argument("--epochs", type=int, default=6)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS,
+                        help="which runs (default all; ratios need dgl)")
     parser.add_argument("--out", default=str(REPO / "benchmarks/results/peak_memory_vs_dgl.json"))
     args = parser.parse_args()
+    if "dgl" not in args.variants:
+        parser.error("--variants must include dgl (every ratio is to DGL as installed)")
     rows, python = [], dgl_python()
     for model in args.models:
         for dropout in args.dropouts:
-            peaks = {"gnnscale": gnnscale_peak(args, model, dropout, lean=False),
-                     "gnnscale lean": gnnscale_peak(args, model, dropout, lean=True),
-                     "dgl": dgl_peak(args, python, model, dropout, tuned=False),
-                     "dgl tuned": dgl_peak(args, python, model, dropout, tuned=True)}
-            rows.append({"model": model, "dropout": dropout, "peak_rss_mib": peaks})
+            runners = {
+                "gnnscale": lambda: gnnscale_run(args, model, dropout, lean=False, bf16=False),
+                "gnnscale lean": lambda: gnnscale_run(args, model, dropout, lean=True,
+                                                      bf16=False),
+                "gnnscale bf16": lambda: gnnscale_run(args, model, dropout, lean=False,
+                                                      bf16=True),
+                "dgl": lambda: dgl_run(args, python, model, dropout, tuned=False, bf16=False),
+                "dgl tuned": lambda: dgl_run(args, python, model, dropout, tuned=True,
+                                             bf16=False),
+                "dgl bf16": lambda: dgl_run(args, python, model, dropout, tuned=False,
+                                            bf16=True)}
+            runs = {name: runners[name]() for name in VARIANTS if name in args.variants}
+            peaks = {k: v[0] for k, v in runs.items()}
+            rows.append({"model": model, "dropout": dropout, "peak_rss_mib": peaks,
+                         "step_s": {k: v[1] for k, v in runs.items()}})
             print(f"{model} dropout {dropout}: " + ", ".join(
-                f"{k} {v:,.0f} MiB ({v / peaks['dgl']:.2f}x)" for k, v in peaks.items()),
-                flush=True)
+                f"{k} {v[0]:,.0f} MiB ({v[0] / peaks['dgl']:.2f}x) {v[1]:.3f} s"
+                for k, v in runs.items()), flush=True)
     Path(args.out).write_text(json.dumps({"dataset": args.dataset, "hidden": args.hidden,
                                           "epochs": args.epochs, "threads": args.threads,
                                           "rows": rows}, indent=1))
-    print("| model | dropout | " + " | ".join(VARIANTS) + " |")
-    print("|---|---|" + "---|" * len(VARIANTS))
-    for row in rows:
-        peaks = row["peak_rss_mib"]
-        print(f"| {row['model'].upper()} | {row['dropout']} | " + " | ".join(
-            f"{peaks[k]:,.0f} MiB ({peaks[k] / peaks['dgl']:.2f}x)" for k in VARIANTS) + " |")
+    print_table(rows, "peak_rss_mib", lambda v: f"{v:,.0f} MiB")
+    print()
+    print_table(rows, "step_s", lambda v: f"{v:.3f} s")
 
 
 if __name__ == "__main__":
