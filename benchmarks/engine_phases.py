@@ -11,6 +11,8 @@ it), so the README's tables come from
       mpirun -n 2 .venv/bin/python benchmarks/engine_phases.py --threads 1 --models $m --dropout $p
     done; done
 
+and the same loop with ``--compute-dtype bfloat16`` for the bf16 tables.
+
 Workload (the README's engine tables): a seeded R-MAT graph (scale 18: 262,144 nodes, 7.6M
 directed edges after symmetrising), 128 random features, 16 classes, 2 layers of 256, Adam
 (lr 0.01, weight decay 5e-4), full batch; several ranks split it with METIS (nodes+edges
@@ -32,8 +34,9 @@ compiled kernels are wrapped in named regions, every other operator is classifie
   unattributed           step time minus the phases above (Python, autograd bookkeeping)
 Each phase's achieved rate is shown as a fraction of the roofline measured right after it:
 the best copy rate over 1 GiB arrays (read + write; NumPy one thread, torch with the run's
-threads) for byte-bound phases, the best torch fp32 GEMM rate at the step's own GEMM shapes
-for the dense transforms; under mpirun every rank measures at the same time (they share the
+threads) for byte-bound phases, the best torch GEMM rate at the step's own GEMM shapes
+(fp32, or bf16 with ``--compute-dtype bfloat16``) for the dense transforms; under mpirun
+every rank measures at the same time (they share the
 memory bus) and the lowest figure is the roofline. Above 100% means the phase's data partly
 stays in cache (the 16-wide rows of the second layer fit in L2/L3). Times: median over ``--reps`` profiled steps
 after ``--warmup`` unprofiled ones; the step time is also measured without the profiler.
@@ -67,6 +70,9 @@ def parse_args(argv=None):
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--compute-dtype", default="float32", choices=["float32", "bfloat16"],
+                        help="the trainer's compute_dtype; bfloat16 measures the GEMM roofline "
+                             "in bf16 and is recorded under its own key")
     parser.add_argument("--out", default=str(ROOT / "benchmarks/results/engine_phases.json"))
     return parser.parse_args(argv)
 
@@ -134,15 +140,19 @@ def _product_bytes(csr_attr: str):
     return bytes_of
 
 
+def _nbytes(tensor) -> int:
+    return tensor.numel() * tensor.element_size()
+
+
 def _dropout_forward_bytes(args, result):
-    return 2 * result.numel() * result.element_size()
+    return _nbytes(args[1]) + _nbytes(result)  # x in, the result out (either may be bf16)
 
 
 def _dropout_backward_bytes(args, result):
-    ctx = args[0]
+    ctx, grad = args[0], args[1]
     relu = ctx.params[3]
-    grad = result[0]
-    return (3 if relu else 2) * grad.numel() * grad.element_size()
+    # the output's gradient (and, fused with ReLU, the saved output) in, the input's out
+    return (2 if relu else 1) * _nbytes(grad) + _nbytes(result[0])
 
 
 def instrument() -> None:
@@ -270,10 +280,12 @@ def copy_bandwidth_gbs(gib: float = 1.0, reps: int = 5) -> float:
 
 
 def gemm_gflops(shapes, reps: int = 5) -> float:
-    """Best fp32 GEMM rate over ``(M, K, N)`` shapes (a ``[M, K] @ [K, N]`` product each)."""
+    """Best GEMM rate over ``(M, K, N)`` shapes (a ``[M, K] @ [K, N]`` product each), in the
+    run's compute dtype."""
     best = 0.0
+    dtype = getattr(torch, ARGS.compute_dtype)
     for m, k, n in shapes:
-        a, b = torch.randn(m, k), torch.randn(k, n)
+        a, b = torch.randn(m, k).to(dtype), torch.randn(k, n).to(dtype)
         a @ b
         best = max(best, 2.0 * m * k * n / min(_timed(lambda: a @ b) for _ in range(reps)) / 1e9)
     return best
@@ -289,7 +301,8 @@ def build(comm, data, node_parts, model: str, dropout: float):
     torch.manual_seed(ARGS.seed)
     net = GNN(model, ARGS.features, ARGS.hidden, ARGS.classes, num_layers=2, dropout=dropout)
     problem = LocalProblem.from_graph_data(data, node_parts, comm)
-    return Trainer(net, problem, comm, lr=LR, weight_decay=WEIGHT_DECAY, seed=ARGS.seed)
+    return Trainer(net, problem, comm, lr=LR, weight_decay=WEIGHT_DECAY, seed=ARGS.seed,
+                   compute_dtype=getattr(torch, ARGS.compute_dtype))
 
 
 FAULT_FREE_LIMIT = 20000  # minor page faults (80 MiB): clean R-MAT 18 steps have a few hundred
@@ -377,7 +390,8 @@ def print_table(result: dict) -> None:
           f"{result['profiled_steps_dropped_for_page_faults']} profiled steps dropped for page "
           f"faults)  evaluation {result['evaluation_s_median'] * 1e3:.0f} ms")
     roof = result["rooflines"]
-    print(f"rooflines measured with it: copy {roof['copy_gbs']:.1f} GB/s, fp32 GEMM "
+    print(f"rooflines measured with it: copy {roof['copy_gbs']:.1f} GB/s, "
+          f"{'fp32' if ARGS.compute_dtype == 'float32' else 'bf16'} GEMM "
           f"{roof['gemm_gflops']:.0f} GFLOP/s at the step's shapes ({result['threads']} "
           f"thread(s))")
     print(f"{'phase':<20}{'ms':>9}{'share':>8}{'work':>14}{'rate':>14}{'of roofline':>13}")
@@ -423,7 +437,8 @@ def main() -> None:
     if comm.rank == 0:
         out = Path(ARGS.out)
         report = json.loads(out.read_text()) if out.exists() else {}
-        key = f"{comm.size} rank(s) x {ARGS.threads} thread(s), scale {ARGS.scale}"
+        key = f"{comm.size} rank(s) x {ARGS.threads} thread(s), scale {ARGS.scale}" + (
+            "" if ARGS.compute_dtype == "float32" else f", {ARGS.compute_dtype}")
         entry = report.setdefault(key, {"results": []})
         done = {(r["model"], r["dropout"]) for r in results}
         entry["results"] = [r for r in entry["results"]

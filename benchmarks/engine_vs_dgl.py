@@ -118,6 +118,7 @@ from gnnscale.data import generate_rmat  # noqa: E402
 from gnnscale.engine import LocalProblem, Trainer  # noqa: E402
 from gnnscale.nn import GNN  # noqa: E402
 from partitioning.local_view import out_degree_and_self_loops  # noqa: E402
+from peer_stack import PygAdapter, Stack, copy_weights  # noqa: E402
 
 LR, WEIGHT_DECAY = 0.01, 5e-4
 
@@ -159,24 +160,6 @@ def model_description(model_name: str) -> dict:
     return {"layers": 2, "hidden": ARGS.hidden, "activation": "relu", "dropout": ARGS.dropout}
 
 
-class Stack(torch.nn.Module):
-    """Two (or more) foreign conv layers with ReLU and dropout as gnnscale's GNN has them
-    (dropout on every layer's input, ReLU after every layer but the last, for gat too)."""
-
-    def __init__(self, convs, dropout: float):
-        super().__init__()
-        self.convs = torch.nn.ModuleList(convs)
-        self.dropout = dropout
-
-    def forward(self, graph, x):
-        for i, conv in enumerate(self.convs):
-            x = F.dropout(x, self.dropout, self.training)
-            x = conv(graph, x)
-            if i < len(self.convs) - 1:
-                x = F.relu(x)
-        return x
-
-
 class DglGat(torch.nn.Module):
     """DGL's GATConv returns [N, heads, width]: concatenated (flattened) or averaged."""
 
@@ -187,38 +170,6 @@ class DglGat(torch.nn.Module):
     def forward(self, graph, x):
         out = self.conv(graph, x)
         return out.flatten(1) if self.concat else out.mean(dim=1)
-
-
-def copy_weights(model_name: str, ours: GNN, convs, library: str) -> None:
-    for layer, conv in zip(ours.layers, convs):
-        with torch.no_grad():
-            if model_name == "gat":
-                if library == "dgl":  # fc, attn_l (source side), attn_r (destination side)
-                    conv.fc.weight.copy_(layer.lin.weight)
-                    conv.attn_l.copy_(layer.att_src)
-                    conv.attn_r.copy_(layer.att_dst)
-                    # DGL adds a bias per head before averaging; the same one on every head
-                    conv.bias.copy_(layer.bias if layer.concat else layer.bias.repeat(layer.heads))
-                else:  # PyG's GATConv: gnnscale's layout exactly
-                    conv.lin.weight.copy_(layer.lin.weight)
-                    conv.att_src.copy_(layer.att_src)
-                    conv.att_dst.copy_(layer.att_dst)
-                    conv.bias.copy_(layer.bias)
-            elif model_name == "gcn":
-                weight = layer.lin.weight
-                if library == "dgl":
-                    conv.weight.copy_(weight.t())
-                else:
-                    conv.lin.weight.copy_(weight)
-                conv.bias.copy_(layer.bias)
-            elif library == "dgl":
-                conv.fc_neigh.weight.copy_(layer.lin_l.weight)
-                conv.fc_self.bias.copy_(layer.lin_l.bias)  # DGL 2.1: the bias is here
-                conv.fc_self.weight.copy_(layer.lin_r.weight)
-            else:
-                conv.lin_l.weight.copy_(layer.lin_l.weight)
-                conv.lin_l.bias.copy_(layer.lin_l.bias)
-                conv.lin_r.weight.copy_(layer.lin_r.weight)
 
 
 class ForeignStep:
@@ -239,17 +190,6 @@ class ForeignStep:
         loss.backward()
         self.optimizer.step()
         return float(loss.detach())
-
-
-class PygAdapter(torch.nn.Module):
-    """PyG convs take (x, edge_index or adj_t); Stack calls conv(graph, x)."""
-
-    def __init__(self, conv):
-        super().__init__()
-        self.conv = conv
-
-    def forward(self, graph, x):
-        return self.conv(x, graph)
 
 
 def available_memory_bytes() -> int:

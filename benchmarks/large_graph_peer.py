@@ -51,21 +51,7 @@ import torch  # noqa: E402
 from torch.nn import functional as F  # noqa: E402
 
 from gnnscale.data.converted import open_converted  # noqa: E402
-
-
-class Stack(torch.nn.Module):
-    def __init__(self, convs, call):
-        super().__init__()
-        self.convs = torch.nn.ModuleList(convs)
-        self.call = call
-
-    def forward(self, graph, x):
-        for i, conv in enumerate(self.convs):
-            x = F.dropout(x, ARGS.dropout, self.training)
-            x = self.call(conv, graph, x)
-            if i < len(self.convs) - 1:
-                x = F.relu(x)
-        return x
+from peer_stack import PygAdapter, Stack  # noqa: E402
 
 
 def build(data, widths):
@@ -82,7 +68,7 @@ def build(data, widths):
         graph.create_formats_()
         convs = [GraphConv(a, b, norm="both") if ARGS.model == "gcn" else SAGEConv(a, b, "mean")
                  for a, b in dims]
-        return Stack(convs, lambda conv, g, x: conv(g, x)), graph, dgl.__version__
+        return Stack(convs, ARGS.dropout), graph, dgl.__version__
     import torch_geometric
     from torch_geometric.nn import GCNConv, SAGEConv
 
@@ -90,7 +76,7 @@ def build(data, widths):
                                     torch.from_numpy(np.asarray(data.indices)),
                                     torch.ones(data.num_edges), size=(data.num_nodes,) * 2)
     convs = [GCNConv(a, b) if ARGS.model == "gcn" else SAGEConv(a, b) for a, b in dims]
-    return Stack(convs, lambda conv, g, x: conv(x, g)), graph, torch_geometric.__version__
+    return Stack([PygAdapter(c) for c in convs], ARGS.dropout), graph, torch_geometric.__version__
 
 
 def main() -> None:

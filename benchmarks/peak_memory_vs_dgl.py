@@ -19,7 +19,9 @@ Runs, in turn, per model and dropout:
                     SAGEConv, ``--epochs - 1`` steps and one evaluation pass) as installed
   dgl tuned         the same with gnnscale's allocator setting (``GLIBC_TUNABLES`` below)
   dgl bf16          as installed, ``--compute-dtype bfloat16`` (bf16 autocast)
-Measured: each process's peak RSS (``ru_maxrss``), which includes loading the graph, and its
+A variant whose process fails (e.g. killed at a memory limit the whole run is put under) is
+recorded as failed with its exit status. Measured: each process's peak RSS (``ru_maxrss``),
+which includes loading the graph, and its
 median training step (gnnscale: epoch minus evaluation, epochs after the first two; DGL: the
 steps after the first). One process per variant, in turn (not alternating step by step as
 ``engine_vs_dgl.py`` does), so the times carry the host's drift between processes. Writes
@@ -87,7 +89,8 @@ def print_table(rows: list, key: str, fmt) -> None:
     for row in rows:
         values = row[key]
         print(f"| {row['model'].upper()} | {row['dropout']} | " + " | ".join(
-            f"{fmt(values[k])} ({values[k] / values['dgl']:.2f}x)" if k in values else "-"
+            f"{fmt(values[k])} ({values[k] / values['dgl']:.2f}x)" if k in values
+            else "failed" if k in row.get("failed", {}) else "-"
             for k in VARIANTS) + " |")
 
 
@@ -119,10 +122,19 @@ def main() -> None:
                                              bf16=False),
                 "dgl bf16": lambda: dgl_run(args, python, model, dropout, tuned=False,
                                             bf16=True)}
-            runs = {name: runners[name]() for name in VARIANTS if name in args.variants}
+            runs, failed = {}, {}
+            for name in (v for v in VARIANTS if v in args.variants):
+                try:
+                    runs[name] = runners[name]()
+                except subprocess.CalledProcessError as exc:  # e.g. killed at a memory limit
+                    failed[name] = f"exit status {exc.returncode}: {exc.stderr[-300:]}"
+                    print(f"{model} dropout {dropout} {name}: failed ({failed[name]})",
+                          flush=True)
+            if "dgl" not in runs:
+                raise SystemExit("DGL as installed did not run; every ratio is to it")
             peaks = {k: v[0] for k, v in runs.items()}
             rows.append({"model": model, "dropout": dropout, "peak_rss_mib": peaks,
-                         "step_s": {k: v[1] for k, v in runs.items()}})
+                         "step_s": {k: v[1] for k, v in runs.items()}, "failed": failed})
             print(f"{model} dropout {dropout}: " + ", ".join(
                 f"{k} {v[0]:,.0f} MiB ({v[0] / peaks['dgl']:.2f}x) {v[1]:.3f} s"
                 for k, v in runs.items()), flush=True)
