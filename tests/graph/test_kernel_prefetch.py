@@ -1,0 +1,49 @@
+"""The compiled CSR product prefetches the row it will gather PREFETCH_EDGES non-zeros ahead:
+a hint that must not change a result or read past the arrays, whatever the edge count
+(fewer non-zeros than the distance, the last rows' sources) and row width (narrower than
+a cache line, not a multiple of one)."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+
+from gnnscale.graph import kernels
+from gnnscale.graph.bf16_bits import as_bits, from_bits
+from gnnscale.graph.prefetch import PREFETCH_EDGES
+
+
+def _matrix(rows, cols, nnz, seed):
+    rng = np.random.default_rng(seed)
+    r, c = rng.integers(0, rows, nnz), rng.integers(0, cols, nnz)
+    c[-PREFETCH_EDGES:] = cols - 1  # the last non-zeros gather the array's last row
+    return sp.csr_matrix((rng.random(nnz).astype(np.float32), (r, c)), shape=(rows, cols))
+
+
+@pytest.mark.parametrize("nnz", [1, PREFETCH_EDGES - 1, PREFETCH_EDGES, PREFETCH_EDGES + 1,
+                                 5000])
+@pytest.mark.parametrize("width", [1, 7, 16, 100])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float_products_equal_scipy(nnz, width, dtype):
+    matrix = _matrix(300, 200, nnz, seed=nnz + width)
+    matrix.sum_duplicates()
+    x = np.random.default_rng(width).standard_normal((200, width)).astype(dtype)
+    args = (matrix.indptr.astype(np.int64), matrix.indices.astype(np.int32),
+            matrix.data.astype(dtype), x, 300, 2)
+    np.testing.assert_allclose(kernels.csr_spmm(*args), matrix.astype(dtype) @ x, rtol=1e-5,
+                               atol=1e-6)
+    base = np.ones((300, width), dtype)
+    np.testing.assert_allclose(kernels.csr_spmm(*args, add_to=base.copy()),
+                               base + matrix.astype(dtype) @ x, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("nnz", [3, PREFETCH_EDGES, 4000])
+@pytest.mark.parametrize("width", [33, 100])
+def test_bf16_products_equal_float32_then_cast(nnz, width):
+    matrix = _matrix(250, 180, nnz, seed=nnz)
+    matrix.sum_duplicates()
+    x = torch.randn(180, width).bfloat16()
+    args = (matrix.indptr.astype(np.int64), matrix.indices.astype(np.int32), matrix.data)
+    bits = kernels.csr_spmm(*args, as_bits(x), 250, 2)
+    expected = kernels.csr_spmm(*args, x.float().numpy(), 250, 2)
+    assert torch.equal(from_bits(bits), torch.from_numpy(expected).bfloat16())
