@@ -4,8 +4,8 @@ Compute constants per thread count (1, 2, 4, ... up to the cores of this host): 
 aggregation kernel the engine uses (``gamma_edge``, per edge x feature), dense GEMMs
 (``gamma_flop``), an elementwise op (``gamma_elem``) and a row gather + scatter-add
 (``gamma_gather``, GAT's per-edge work), each on data that stays in the cache and again on
-data four times the last-level cache (``*_mem``; ``gamma_byte``: seconds per byte a skinny
-GEMM streams from memory), with the last-level cache's size (``cache_bytes``) recorded for
+data four times the last-level cache, within bounds (:func:`beyond_cache_working_set`)
+(``*_mem``; ``gamma_byte``: seconds per byte a skinny GEMM streams from memory), with the last-level cache's size (``cache_bytes``) recorded for
 the model to choose between them. Each is the median of several runs of several sizes,
 fitted through the origin. ``layer_overhead_s``: a 2-layer GCN training step on a 64-node graph,
 per layer and pass. Shared-memory ``alltoallv`` latency and bandwidth: a 2-rank ``mpirun`` of
@@ -54,25 +54,59 @@ def last_level_cache_bytes() -> int:
     return max(sizes) if sizes else 32 << 20
 
 
-def compute_constants(threads: int, scale: float = 1.0, cache_bytes: int | None = None) -> dict:
+#: each beyond-the-cache measurement holds at most this many times its working set at once
+#: (the aggregation: features, output, CSR; the gather: table, gathered rows, output)
+PEAK_PER_WORKING_SET = 3
+#: the working set beyond the cache is at most this, whatever the cache's size: a virtual machine
+#: may report its host's last-level cache (480 MiB on the machine these figures come from),
+#: which its tenants share; the aggregation's rate per edge still falls with size beyond it
+#: (64 MiB 2.2e-10, 256 MiB 3.8e-10, 1 GiB 5.2e-10 s per edge x feature, 1 thread, 32 wide),
+#: where 1 GiB arrays would take a minute and 9 GiB per thread count to calibrate
+MAX_WORKING_SET = 256 << 20
+
+
+def beyond_cache_working_set(cache_bytes: int, measuring_at_once: int = 1,
+                             available: int | None = None) -> int:
+    """Bytes of each array the ``*_mem`` constants stream: four times ``cache_bytes``, at most
+    :data:`MAX_WORKING_SET` and at most what keeps the ``measuring_at_once`` processes measuring
+    on this host within a quarter of its available memory (``available``, default: what
+    :func:`~gnnscale.host_memory.available_bytes` sees); at least 16 MiB."""
+    from ..host_memory import available_bytes
+
+    available = available_bytes() if available is None else available
+    room = available // (4 * PEAK_PER_WORKING_SET * max(1, measuring_at_once))
+    return int(max(16 << 20, min(4 * cache_bytes, MAX_WORKING_SET, room)))
+
+
+def compute_constants(threads: int, scale: float = 1.0, cache_bytes: int | None = None,
+                      measuring_at_once: int = 1) -> dict:
     """``gamma_*`` constants with ``threads`` torch threads: each op on data that stays in the
     cache (sizes shrunk by ``scale``) and, for the ``*_mem`` ones and ``gamma_byte``, on data
-    four times ``cache_bytes`` (default: this host's last-level cache), whatever ``scale``.
+    beyond ``cache_bytes`` (default: this host's last-level cache; sized by
+    :func:`beyond_cache_working_set` for ``measuring_at_once`` processes), whatever ``scale``.
     Freed memory is kept for reuse as the trainer keeps it, so no timing pays page faults."""
     from ..engine.memory import retain_freed_memory
 
     retain_freed_memory()
     torch.set_num_threads(threads)
     cached = _constants_at(lambda n: max(1000, int(n * scale)), cached=True)
-    beyond = 4 * (cache_bytes or last_level_cache_bytes())
+    beyond = beyond_cache_working_set(cache_bytes or last_level_cache_bytes(), measuring_at_once)
     memory = _constants_at(lambda n: n, cached=False, working_set=beyond)
     return {**cached, **memory}
 
 
-def _constants_at(size, cached: bool, working_set: int = 0) -> dict:
-    """The constants of :func:`compute_constants` at one set of sizes."""
+def _random_csr(n: int, degree: int, rng) -> "sp.csr_matrix":
+    """An ``n`` x ``n`` matrix of ones with ``degree`` uniformly random columns per row, built
+    as CSR directly (no coordinate copy of the non-zeros)."""
     import scipy.sparse as sp
 
+    indptr = np.arange(0, n * degree + 1, degree, dtype=np.int64)
+    indices = rng.integers(0, n, n * degree, dtype=np.int32 if n < 2**31 else np.int64)
+    return sp.csr_matrix((np.ones(n * degree, np.float32), indices, indptr), shape=(n, n))
+
+
+def _constants_at(size, cached: bool, working_set: int = 0) -> dict:
+    """The constants of :func:`compute_constants` at one set of sizes."""
     from ..graph.sparse import SparseBlock
 
     rng = np.random.default_rng(0)
@@ -82,15 +116,13 @@ def _constants_at(size, cached: bool, working_set: int = 0) -> dict:
                         ((20000, 10, 16), (20000, 20, 64), (50000, 10, 128))]
         elements = [max(1 << 14, size(n)) for n in (1 << 18, 1 << 20, 1 << 22)]
         gathered = [(size(rows), w) for rows, w in ((20000, 16), (100000, 64))]
-    else:  # every gathered row, array or table four times the cache
+    else:  # every gathered row, array or table beyond the cache
         aggregations = [(working_set // (4 * w), 8, w) for w in (32, 64)]
         elements = [working_set // 4]
-        gathered = [(working_set // (4 * 64), 64)]
+        gathered = [(working_set // (4 * 64), 64)]  # one gathered row per table row
     agg_work, agg_s = [], []
     for n, deg, width in aggregations:
-        e = n * deg
-        matrix = sp.csr_matrix((np.ones(e, np.float32), (rng.integers(0, n, e),
-                                                         rng.integers(0, n, e))), shape=(n, n))
+        matrix = _random_csr(n, deg, rng)
         block, x = SparseBlock(matrix), torch.randn(n, width)
         agg_work.append(matrix.nnz * width)
         agg_s.append(_median_time(lambda: block.matmul(x)))
@@ -103,9 +135,9 @@ def _constants_at(size, cached: bool, working_set: int = 0) -> dict:
     gathers, gather_s = [], []
     for rows, width in gathered:
         src = torch.randn(rows, width)
-        index = torch.from_numpy(rng.integers(0, rows, 4 * rows))
+        index = torch.from_numpy(rng.integers(0, rows, (4 if cached else 1) * rows))
         out = torch.zeros(rows, width)
-        gathers.append(2 * 4 * rows * width)  # one gather + one scatter-add per edge value
+        gathers.append(2 * len(index) * width)  # one gather + one scatter-add per edge value
         gather_s.append(_median_time(lambda: out.index_add_(0, index, src.index_select(0, index))))
     constants = {f"gamma_edge{suffix}": _through_origin(agg_work, agg_s),
                  f"gamma_elem{suffix}": _through_origin(elems, elem_s),
@@ -262,7 +294,8 @@ def calibrate_in_job(comm, threads: int, scale: float = 1.0, host_cores: int | N
         for turn in range(max(turns) + 1):
             comm.barrier()
             if turns[comm.rank] == turn:
-                compute = compute_constants(threads, scale)
+                compute = compute_constants(threads, scale,
+                                            measuring_at_once=turns.count(turn))
         comm.barrier()
     finally:
         torch.set_num_threads(saved)

@@ -129,6 +129,21 @@ def test_ranks_measure_their_constants_as_many_at_once_as_the_host_has_cores_for
     assert measuring_turns(2, threads=4, host_cores=2) == [0, 1]  # more threads than cores
 
 
+def test_the_working_set_beyond_the_cache_fits_the_memory_of_the_ranks_measuring_at_once():
+    from gnnscale.cli.calibrate import (MAX_WORKING_SET, PEAK_PER_WORKING_SET,
+                                        beyond_cache_working_set)
+
+    mib, gib = 1 << 20, 1 << 30
+    assert beyond_cache_working_set(8 * mib, available=64 * gib) == 32 * mib  # 4x the cache
+    # a virtual machine reporting its host's 480 MiB cache: capped, not 1.9 GiB per array
+    assert beyond_cache_working_set(480 * mib, available=64 * gib) == MAX_WORKING_SET
+    # little memory, two ranks measuring at once: each keeps to its share of a quarter of it
+    two = beyond_cache_working_set(480 * mib, measuring_at_once=2, available=2 * gib)
+    assert 2 * PEAK_PER_WORKING_SET * two <= gib // 2
+    assert two < beyond_cache_working_set(480 * mib, measuring_at_once=1, available=2 * gib)
+    assert beyond_cache_working_set(480 * mib, available=0) == 16 * mib  # a floor to measure
+
+
 def test_calibrate_in_job_on_two_ranks(tmp_path):
     from mpi_launch import REPO_ROOT, run_python_mpi
 
