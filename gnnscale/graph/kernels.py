@@ -23,15 +23,15 @@ from .prefetch import PREFETCH_EDGES, prefetch_row
 
 
 @njit(parallel=True, fastmath=True, cache=True, nogil=True)
-def _csr_spmm(indptr, indices, values, x, out):  # pragma: no cover - compiled
+def _csr_spmm(indptr, indices, values, x, out, ahead):  # pragma: no cover - compiled
     rows, width = out.shape
-    ahead_end = indices.shape[0] - PREFETCH_EDGES
+    ahead_end = indices.shape[0] - ahead if ahead > 0 else 0
     for i in prange(rows):
         for c in range(width):
             out[i, c] = 0.0
         for k in range(indptr[i], indptr[i + 1]):
             if k < ahead_end:
-                prefetch_row(x, indices[k + PREFETCH_EDGES])
+                prefetch_row(x, indices[k + ahead])
             j = indices[k]
             v = values[k]
             for c in range(width):
@@ -43,12 +43,13 @@ ADD_ROWS_PER_TASK = 256  # rows per parallel task of the row-summing kernel (one
 
 
 @njit(parallel=True, fastmath=True, cache=True, nogil=True)
-def _csr_spmm_rows(indptr, indices, values, x, out, add):  # pragma: no cover - compiled
+def _csr_spmm_rows(indptr, indices, values, x, out, add, ahead):  # pragma: no cover - compiled
     """Each output row summed from zero in a scratch row of ``values``' dtype, then stored
     (``add``: added to the row's old value). ``x`` and ``out`` are float arrays or bf16 bits
-    (uint16: summed in float32, rounded once when stored)."""
+    (uint16: summed in float32, rounded once when stored). ``ahead``: the prefetch distance in
+    non-zeros (0: none)."""
     rows, width = out.shape
-    ahead_end = indices.shape[0] - PREFETCH_EDGES
+    ahead_end = indices.shape[0] - ahead if ahead > 0 else 0
     tasks = (rows + ADD_ROWS_PER_TASK - 1) // ADD_ROWS_PER_TASK
     for task in prange(tasks):
         acc = np.empty(width, dtype=values.dtype)
@@ -57,7 +58,7 @@ def _csr_spmm_rows(indptr, indices, values, x, out, add):  # pragma: no cover - 
                 acc[c] = 0.0
             for k in range(indptr[i], indptr[i + 1]):
                 if k < ahead_end:
-                    prefetch_row(x, indices[k + PREFETCH_EDGES])
+                    prefetch_row(x, indices[k + ahead])
                 j = indices[k]
                 v = values[k]
                 for c in range(width):
@@ -77,7 +78,8 @@ MIN_CHUNK_ROWS = 4096
 
 def csr_spmm(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray, x: np.ndarray,
              num_rows: int, threads: int, progress=None,
-             add_to: np.ndarray | None = None) -> np.ndarray:
+             add_to: np.ndarray | None = None,
+             prefetch_edges: int = PREFETCH_EDGES) -> np.ndarray:
     """``A @ x`` for a CSR matrix ``A`` (``x`` C-contiguous 2-D: float32, float64, or uint16
     holding bf16 bits, summed in float32 and rounded once per output element; ``values`` float32
     for bf16).
@@ -86,7 +88,11 @@ def csr_spmm(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray, x: np.
     that MPI moves its data while this product runs; MPI progresses only inside MPI calls).
     ``add_to``: a [num_rows, F] array of ``x``'s dtype whose rows are contiguous (e.g. a block
     of a wider array's columns); the product is added into it in place and it is returned.
+    ``prefetch_edges``: how many non-zeros ahead the gathered row is prefetched (0: none; a
+    hint that never changes the result).
     """
+    if prefetch_edges < 0:
+        raise ValueError(f"prefetch_edges must be >= 0, got {prefetch_edges}")
     if numba.get_num_threads() != threads:
         numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
     if add_to is None:
@@ -102,9 +108,10 @@ def csr_spmm(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray, x: np.
         add = add_to is not None
 
         def kernel(indptr, indices, values, x, out):
-            return _csr_spmm_rows(indptr, indices, values, x, out, add)
+            return _csr_spmm_rows(indptr, indices, values, x, out, add, prefetch_edges)
     else:
-        kernel = _csr_spmm
+        def kernel(indptr, indices, values, x, out):
+            return _csr_spmm(indptr, indices, values, x, out, prefetch_edges)
     if progress is None or num_rows < 2 * MIN_CHUNK_ROWS:
         return kernel(indptr, indices, values, x, out)
     step = max(MIN_CHUNK_ROWS, -(-num_rows // PROGRESS_CHUNKS))

@@ -47,3 +47,23 @@ def test_bf16_products_equal_float32_then_cast(nnz, width):
     bits = kernels.csr_spmm(*args, as_bits(x), 250, 2)
     expected = kernels.csr_spmm(*args, x.float().numpy(), 250, 2)
     assert torch.equal(from_bits(bits), torch.from_numpy(expected).bfloat16())
+
+
+@pytest.mark.parametrize("ahead", [0, 1, PREFETCH_EDGES, 64])
+@pytest.mark.parametrize("bf16", [False, True])
+def test_every_prefetch_distance_gives_the_same_bits(ahead, bf16):
+    matrix = _matrix(400, 300, 6000, seed=ahead)
+    matrix.sum_duplicates()
+    x = torch.randn(300, 40)
+    rows = as_bits(x.bfloat16()) if bf16 else x.numpy()
+    args = (matrix.indptr.astype(np.int64), matrix.indices.astype(np.int32), matrix.data,
+            rows, 400, 2)
+    np.testing.assert_array_equal(kernels.csr_spmm(*args, prefetch_edges=ahead),
+                                  kernels.csr_spmm(*args))
+
+
+def test_a_negative_prefetch_distance_is_refused():
+    matrix = _matrix(10, 10, 20, seed=0)
+    with pytest.raises(ValueError, match="prefetch_edges must be >= 0, got -1"):
+        kernels.csr_spmm(matrix.indptr.astype(np.int64), matrix.indices.astype(np.int32),
+                         matrix.data, np.ones((10, 4), np.float32), 10, 1, prefetch_edges=-1)
