@@ -36,8 +36,9 @@ import torch
 
 from .base import (Work, check_alltoallv, check_op, check_root, numpy_reducer,
                    reduce_stack)
-from .guard import (CallSignature, FailureBoard, Guard, MPIFailureBoard, exchange_length,
-                    fused_payload_bytes, signature_length)
+from .guard import (CallSignature, CollectiveMismatchError, FailureBoard, Guard,
+                    MPIFailureBoard, PeerFailedError, exchange_length, fused_payload_bytes,
+                    signature_length)
 from .guarded import GuardedCommunicator
 from .ring import ring_allreduce
 from .shm import SharedBuffer, shm_allreduce, shm_available
@@ -110,6 +111,21 @@ def world_failure_board() -> FailureBoard:
     return _WORLD_BOARD[0]
 
 
+#: seconds a rank told of a peer's failure still gives its own signature check to finish, so
+#: that a mismatch is reported by every rank and not only by the first to see it
+MISMATCH_GRACE_S = 1.0
+
+
+def _completes_within(test, seconds: float) -> bool:
+    """Whether ``test()`` turns true within ``seconds`` (polled every 1 ms)."""
+    deadline = time.monotonic() + seconds
+    while not test():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(1e-3)
+    return True
+
+
 class MPICommunicator(GuardedCommunicator):
     """Communicator over an ``mpi4py`` communicator (``MPI.COMM_WORLD`` by default).
 
@@ -166,7 +182,14 @@ class MPICommunicator(GuardedCommunicator):
     def _finish_signature(self, pending, what, started: float) -> None:
         if pending is not None:
             request, rows, _vec = pending
-            self.guard.wait(request.Test, what, started)
+            try:
+                self.guard.wait(request.Test, what, started)
+            except PeerFailedError:
+                # a peer that saw a mismatch got the same signatures: ours complete at once,
+                # and this rank reports the mismatch itself rather than only the peer's notice
+                if _completes_within(request.Test, MISMATCH_GRACE_S):
+                    self.guard.verify(rows, what)
+                raise
             self.guard.verify(rows, what)
 
     def _begin(self, sig: CallSignature):
@@ -213,7 +236,14 @@ class MPICommunicator(GuardedCommunicator):
             return result
 
         def finish():
-            self.guard.wait(job.done.is_set, what, started, block=job.done.wait)
+            try:
+                self.guard.wait(job.done.is_set, what, started, block=job.done.wait)
+            except PeerFailedError:
+                # the job may be about to find the same mismatch the peer reported
+                if job.done.wait(MISMATCH_GRACE_S) and isinstance(job.error,
+                                                                   CollectiveMismatchError):
+                    raise job.error from None
+                raise
             return job.outcome()
 
         if inline and self._get_worker().idle():
