@@ -5,8 +5,9 @@ aggregation kernel the engine uses (``gamma_edge``, per edge x feature), dense G
 (``gamma_flop``), an elementwise op (``gamma_elem``) and a row gather + scatter-add
 (``gamma_gather``, GAT's per-edge work), each on data that stays in the cache and again on
 data four times the last-level cache, within bounds (:func:`beyond_cache_working_set`)
-(``*_mem``; ``gamma_byte``: seconds per byte a skinny GEMM streams from memory), with the last-level cache's size (``cache_bytes``) recorded for
-the model to choose between them. Each is the median of several runs of several sizes,
+(``*_mem``; ``gamma_byte``: seconds per byte a skinny GEMM streams from memory), with the
+last-level cache's size (``cache_bytes``) recorded for the model to choose between them.
+Each is the median of several runs of several sizes,
 fitted through the origin. ``layer_overhead_s``: a 2-layer GCN training step on a 64-node graph,
 per layer and pass. Shared-memory ``alltoallv`` latency and bandwidth: a 2-rank ``mpirun`` of
 this module (``python -m gnnscale.cli.calibrate --alltoallv``), alpha from the smallest message
