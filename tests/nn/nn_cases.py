@@ -63,7 +63,8 @@ class ConvStack(nn.Module):
 
 
 def _wrapped(f, c):
-    from torch_geometric.nn import ClusterGCNConv, GINConv, LEConv, TransformerConv
+    from torch_geometric.nn import (ClusterGCNConv, GATConv, GATv2Conv, GINConv, LEConv,
+                                    TransformerConv)
 
     return {
         "wrap-transformer": lambda: ConvStack([TransformerConv(f, 8, heads=2),
@@ -71,6 +72,8 @@ def _wrapped(f, c):
         "wrap-clustergcn": lambda: ConvStack([ClusterGCNConv(f, 16), ClusterGCNConv(16, c)]),
         "wrap-leconv-gin": lambda: ConvStack([LEConv(f, 16), GINConv(
             nn.Sequential(nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, c)), train_eps=True)]),
+        # bipartite input with one self-loop added per destination
+        "wrap-gat-gatv2": lambda: ConvStack([GATConv(f, 8, heads=2), GATv2Conv(16, c)]),
     }
 
 
@@ -90,6 +93,7 @@ CASES = {
     "wrap-transformer": ("directed", None),
     "wrap-clustergcn": ("directed", None),
     "wrap-leconv-gin": ("directed", None),
+    "wrap-gat-gatv2": ("directed", None),
     "cora-gat": ("cora", dict(model="gat", heads=8, hidden_dim=8)),
     "cora-sage-max": ("cora", dict(model="sage-max")),
 }

@@ -51,7 +51,7 @@ def graphs(draw):
     data = GraphData.from_edge_index(all_edges.T, num_nodes, x, y, split == 0, split == 1,
                                      split == 2, name="hyp", num_classes=NUM_CLASSES,
                                      symmetrize=draw(st.booleans())).validate()
-    model = draw(st.sampled_from(["gcn", "sage", "gin", "gat"]))
+    model = draw(st.sampled_from(["gcn", "sage", "gin", "gat", "graphconv"]))
     return data, node_parts, num_parts, model
 
 
@@ -93,6 +93,10 @@ def named_case(edges, node_parts, num_parts, model="gcn", num_nodes=None):
 NAMED = {  # the awkward shapes, pinned so they run every time whatever hypothesis draws
     "no edges at all": named_case([], [0, 1, 2, 0, 1, 2], 3),
     "empty middle part": named_case([(0, 1), (1, 2), (2, 3)], [0, 0, 2, 2], 3, "sage"),
+    "wrapped layer, one part all boundary": named_case(
+        [(0, 1), (1, 0), (2, 3), (3, 2), (0, 2)], [0, 1, 0, 1], 2, "graphconv"),
+    "wrapped layer, a part that only sends": named_case(
+        [(0, 1), (0, 2), (2, 0), (3, 1)], [0, 1, 0, 1], 2, "graphconv"),
     "more parts than nodes' components": named_case([(0, 1), (1, 0), (2, 3), (3, 2)],
                                                     [0, 1, 2, 3], 5, "gat"),
     "isolated nodes among a star": named_case([(0, 1), (0, 2), (0, 3)], [1, 0, 1, 0, 1, 0], 2,
