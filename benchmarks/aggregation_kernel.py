@@ -6,14 +6,15 @@ Run from the repository root with the project's venv:
     .venv/bin/python benchmarks/aggregation_kernel.py --scale 21 --widths 100 \\
         --out benchmarks/results/aggregation_kernel_rmat21.json
 
-The graph is the engine tables' R-MAT (``gnnscale.data`` ``rmat``, symmetrised, GCN-normalised
-with self loops, rows = destinations) and ``x`` random rows of each width, float32 or bf16
-(the engine's ``--compute-dtype bfloat16`` rows, summed in float32). For every width and dtype
-the product runs with the row ``--prefetch-edges`` non-zeros ahead prefetched (the engine's
-setting, ``gnnscale/graph/prefetch.py``) and with no prefetch (0), alternating, ``--reps``
-times after one warm-up each; medians. Bytes counted: the CSR arrays once, one source row per
-non-zero, the output once; the roofline is the best copy rate (read + write) over 1 GiB
-arrays with the run's threads, measured in the same process. Writes ``--out`` (JSON) and
+The graph is the engine tables' R-MAT (``gnnscale.data`` ``rmat``), normalised for GCN (self
+loops, rows = destinations) by the engine's one-process ``LocalGraph``, and ``x`` random rows
+of each width, float32 or bf16 (the engine's ``--compute-dtype bfloat16`` rows, summed in
+float32). For every width and dtype the product runs with the row ``--prefetch-edges``
+non-zeros ahead prefetched (the engine's setting, ``gnnscale/graph/prefetch.py``) and with no
+prefetch (0), alternating, ``--reps`` times after one warm-up each; medians. Bytes counted:
+the CSR arrays once, one source row per non-zero, the output once; the roofline is the best
+copy rate (read + write) over 1 GiB arrays (``rooflines.copy_bandwidth_gbs``: NumPy's copy or
+torch's with the run's threads), measured in the same process. Writes ``--out`` (JSON) and
 prints a table.
 """
 
@@ -51,47 +52,31 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
+from gnnscale.comm import SingleCommunicator  # noqa: E402
 from gnnscale.data import load_dataset  # noqa: E402
+from gnnscale.engine import LocalProblem  # noqa: E402
 from gnnscale.engine.memory import retain_freed_memory  # noqa: E402
 from gnnscale.graph import kernels  # noqa: E402
 from gnnscale.graph.bf16_bits import as_bits  # noqa: E402
 from gnnscale.graph.prefetch import PREFETCH_EDGES  # noqa: E402
-from gnnscale.graph.edge_weights import edge_weights  # noqa: E402
+from rooflines import copy_bandwidth_gbs  # noqa: E402
 
 
-def normalised_adjacency(data):
-    """GCN's normalised adjacency with self loops (rows = destinations) as CSR arrays."""
-    import scipy.sparse as sp
-
-    n = data.num_nodes
-    in_degree = np.diff(data.indptr)
-    dst = np.repeat(np.arange(n, dtype=np.int64), in_degree)
-    src = np.asarray(data.indices, np.int64)
-    self_loops = np.bincount(dst[dst == src], minlength=n)
-    dst, src, weights = edge_weights(dst, src, "gcn", in_degree, self_loops, n)
-    matrix = sp.csr_matrix((weights.astype(np.float32), (dst, src)), shape=(n, n))
-    matrix.sort_indices()
-    return matrix.indptr.astype(np.int64), matrix.indices.astype(np.int32), matrix.data
-
-
-def copy_roofline(threads: int) -> float:
-    """Best copy rate (bytes read + written per second) over 1 GiB float32 arrays."""
-    src = torch.ones(1 << 28)
-    dst = torch.empty_like(src)
-    torch.set_num_threads(threads)
-    best = float("inf")
-    for _ in range(5):
-        t0 = time.perf_counter()
-        dst.copy_(src)
-        best = min(best, time.perf_counter() - t0)
-    return 2 * src.numel() * 4 / best
+def engine_adjacency(data):
+    """The GCN-normalised CSR arrays (indptr, indices, float32 values) the engine's one-process
+    graph multiplies by: its inner block, built by ``LocalGraph`` as in training."""
+    problem = LocalProblem.from_graph_data(data, np.zeros(data.num_nodes, np.int64),
+                                           SingleCommunicator())
+    inner, _ = problem.graph.blocks("gcn")
+    csr = inner._forward
+    return csr.indptr, csr.indices, csr._values(np.float32)
 
 
 def main() -> None:
     retain_freed_memory()
     ahead = PREFETCH_EDGES if ARGS.prefetch_edges is None else ARGS.prefetch_edges
     data = load_dataset("rmat", scale=ARGS.scale, num_features=1, num_classes=2)
-    indptr, indices, values = normalised_adjacency(data)
+    indptr, indices, values = engine_adjacency(data)
     n, nnz = len(indptr) - 1, len(indices)
     rng = np.random.default_rng(0)
     rows = []
@@ -118,7 +103,8 @@ def main() -> None:
             print(f"{dtype:>8} {width:>4} wide: prefetch {ahead}: "
                   f"{row['median_s'][str(ahead)] * 1e3:7.1f} ms, none: "
                   f"{row['median_s']['0'] * 1e3:7.1f} ms", flush=True)
-    roof = copy_roofline(ARGS.threads)
+    torch.set_num_threads(ARGS.threads)
+    roof = copy_bandwidth_gbs() * 1e9
     print(f"\nR-MAT {ARGS.scale}: {n:,} rows, {nnz:,} non-zeros, {ARGS.threads} threads; "
           f"copy roofline {roof / 1e9:.1f} GB/s")
     print(f"| dtype | width | prefetch {ahead} | no prefetch | speed-up | GB/s (of roof) |")

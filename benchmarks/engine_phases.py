@@ -92,6 +92,7 @@ from gnnscale.graph import halo as halo_module  # noqa: E402
 from gnnscale.graph.sparse import SparseBlock  # noqa: E402
 from gnnscale.nn import GNN  # noqa: E402
 from gnnscale.nn import dropout as dropout_module  # noqa: E402
+from rooflines import copy_bandwidth_gbs, gemm_gflops, timed  # noqa: E402
 
 LR, WEIGHT_DECAY = 0.01, 5e-4
 PHASES = ("aggregation fwd", "aggregation bwd", "dense transforms", "dropout + ReLU",
@@ -266,37 +267,6 @@ def profiled_step(trainer) -> dict:
             "gemm_shapes": shapes - {None}}
 
 
-def copy_bandwidth_gbs(gib: float = 1.0, reps: int = 5) -> float:
-    """Best copy rate (bytes read + written) over 1 GiB arrays: NumPy's one-thread copy and
-    torch's copy with this run's threads, whichever is faster."""
-    n = int(gib * 2**30 / 8)
-    a, c = np.ones(n), np.empty(n)
-    ta, tc = torch.from_numpy(a), torch.from_numpy(c)
-    best = 0.0
-    for _ in range(reps):
-        for copy in (lambda: np.copyto(c, a), lambda: tc.copy_(ta)):
-            best = max(best, 2 * 8 * n / _timed(copy) / 1e9)
-    return best
-
-
-def gemm_gflops(shapes, reps: int = 5) -> float:
-    """Best GEMM rate over ``(M, K, N)`` shapes (a ``[M, K] @ [K, N]`` product each), in the
-    run's compute dtype."""
-    best = 0.0
-    dtype = getattr(torch, ARGS.compute_dtype)
-    for m, k, n in shapes:
-        a, b = torch.randn(m, k).to(dtype), torch.randn(k, n).to(dtype)
-        a @ b
-        best = max(best, 2.0 * m * k * n / min(_timed(lambda: a @ b) for _ in range(reps)) / 1e9)
-    return best
-
-
-def _timed(fn) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
-
-
 def build(comm, data, node_parts, model: str, dropout: float):
     torch.manual_seed(ARGS.seed)
     net = GNN(model, ARGS.features, ARGS.hidden, ARGS.classes, num_layers=2, dropout=dropout)
@@ -340,8 +310,9 @@ def rooflines_here(comm, shapes) -> dict:
     """Copy bandwidth and GEMM rate at the step's own GEMM shapes, measured by every rank at
     once (ranks share the memory bus); the lowest figure over the ranks is the roofline."""
     comm.barrier()
+    dtype = getattr(torch, ARGS.compute_dtype)
     measured = comm.allgather_object({"copy_gbs": copy_bandwidth_gbs(),
-                                      "gemm_gflops": gemm_gflops(sorted(shapes))})
+                                      "gemm_gflops": gemm_gflops(sorted(shapes), dtype)})
     return {key: min(m[key] for m in measured) for key in measured[0]}
 
 
@@ -350,7 +321,7 @@ def measure(comm, data, node_parts, model: str, dropout: float) -> dict:
     params = sum(p.numel() for p in trainer.model.parameters())
     for _ in range(ARGS.warmup):
         trainer.train_step()
-    plain = [_timed(trainer.train_step) for _ in range(ARGS.reps)]
+    plain = [timed(trainer.train_step) for _ in range(ARGS.reps)]
     runs, faulted = profiled_steps(trainer, comm)
     rooflines = rooflines_here(comm, set().union(*(r["gemm_shapes"] for r in runs)))
     median = {phase: statistics.median(r["seconds"][phase] for r in runs) for phase in PHASES}
