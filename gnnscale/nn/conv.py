@@ -23,6 +23,7 @@ from torch.nn import functional as F
 
 from ..graph import RankGraph
 from .edge_ops import inner_first_edges, local_edges, scatter_max
+from .fused_transform import can_fuse, relu_dropout_linear
 
 ORDERS = ("auto", "aggregate_first", "transform_first")
 SAGE_AGGRS = ("mean", "sum", "max")
@@ -76,6 +77,16 @@ class GCNLayer(nn.Module):
         if not self.transform_first:  # the bias rides in the GEMM (addmm)
             return F.linear(graph.aggregate(x, "gcn"), self.lin.weight, self.bias)
         out = graph.aggregate(self.lin(x), "gcn")
+        return out + self.bias if self.bias is not None else out
+
+    def forward_activated(self, h: torch.Tensor, p: float, training: bool,
+                          graph: RankGraph) -> torch.Tensor | None:
+        """This layer on ``relu_dropout(h, p, training)`` with the activation never formed
+        (:func:`~gnnscale.nn.fused_transform.relu_dropout_linear`), where the layer transforms
+        first and ``h`` is float32 on the CPU; else None."""
+        if not self.transform_first or not can_fuse(h):
+            return None
+        out = graph.aggregate(relu_dropout_linear(h, self.lin.weight, p, training), "gcn")
         return out + self.bias if self.bias is not None else out
 
     def extra_repr(self) -> str:
@@ -141,6 +152,18 @@ class SAGELayer(nn.Module):
         out = F.linear(neigh, self.lin_l.weight, self.lin_l.bias)
         # in-place ops are not autocast: the root product takes the output's dtype itself
         return out.addmm_(x.to(out.dtype), self.lin_r.weight.t().to(out.dtype))
+
+    def forward_activated(self, h: torch.Tensor, p: float, training: bool,
+                          graph: RankGraph) -> torch.Tensor | None:
+        """As :meth:`GCNLayer.forward_activated`: both transforms in one product with the
+        weights stacked, where the layer transforms first (mean and sum); else None."""
+        if not self.transform_first or not can_fuse(h):
+            return None
+        weights = torch.cat([self.lin_l.weight, self.lin_r.weight])
+        both = relu_dropout_linear(h, weights, p, training)
+        neigh = graph.aggregate(both[:, :self.out_dim].contiguous(), self.aggr)
+        root = both[:, self.out_dim:]
+        return neigh + (root + self.lin_l.bias if self.lin_l.bias is not None else root)
 
     def _forward_max(self, x: torch.Tensor, graph: RankGraph) -> torch.Tensor:
         """Max over ``[owned; halo]`` rows. The halo exchange is posted first and overlaps the

@@ -81,18 +81,55 @@ def _masked_chunk(x, words, threshold, scale, relu, out):  # pragma: no cover - 
 
 
 @njit(parallel=True, fastmath=True, cache=True, nogil=True)
-def _masked_scale(x, key, threshold, scale, relu, out):  # pragma: no cover - compiled
+def _masked_scale(x, key, threshold, scale, relu, out, first_chunk):  # pragma: no cover
     """``out[i] = x[i] * scale`` where element i is kept (and, with relu, positive), else 0.
-    ``x`` and ``out`` are float arrays or bf16 bits (uint16), each of its own type."""
+    ``x`` and ``out`` are float arrays or bf16 bits (uint16), each of its own type; ``x[0]``
+    is element ``first_chunk * _CHUNK`` of the tensor the mask is drawn over."""
     n = x.shape[0]
     full = n // _CHUNK
     for chunk in prange(full):
         lo = chunk * _CHUNK
-        _masked_chunk(x[lo:lo + _CHUNK], _words(key, chunk), threshold, scale, relu,
-                      out[lo:lo + _CHUNK])
+        _masked_chunk(x[lo:lo + _CHUNK], _words(key, first_chunk + chunk), threshold, scale,
+                      relu, out[lo:lo + _CHUNK])
     lo = full * _CHUNK
     if lo < n:
-        _masked_chunk(x[lo:], _words(key, full)[:n - lo], threshold, scale, relu, out[lo:])
+        _masked_chunk(x[lo:], _words(key, first_chunk + full)[:n - lo], threshold, scale, relu,
+                      out[lo:])
+    return out
+
+
+@njit(inline="always")
+def _grad_chunk(grad, x, words, threshold, scale, out):  # pragma: no cover - compiled
+    for j in range(x.shape[0]):  # fixed trip count, branch-free select: vectorises
+        out[j] = grad[j] * scale if (words[j] >= threshold) & (x[j] > 0) else np.float32(0.0)
+
+
+@njit(inline="always")
+def _grad_and_value_chunk(grad, x, words, threshold, scale, out, value):  # pragma: no cover
+    for j in range(x.shape[0]):
+        keep = (words[j] >= threshold) & (x[j] > 0)
+        out[j] = grad[j] * scale if keep else np.float32(0.0)
+        value[j] = x[j] * scale if keep else np.float32(0.0)
+
+
+@njit(parallel=True, fastmath=True, cache=True, nogil=True)
+def _relu_dropout_grad(grad, x, key, threshold, scale, out, value, first_chunk):  # pragma: no cover
+    """The gradient through ``dropout(relu(x))``: ``out[i] = grad[i] * scale`` where element
+    i of ``x`` is kept and positive, else 0; with a non-empty ``value`` also the activation
+    itself there (``x[i] * scale`` or 0), from the same mask words (float32 arrays;
+    ``first_chunk`` as :func:`_masked_scale`)."""
+    n = x.shape[0]
+    both = value.shape[0] == n
+    chunks = (n + _CHUNK - 1) // _CHUNK
+    for chunk in prange(chunks):
+        lo = chunk * _CHUNK
+        hi = min(n, lo + _CHUNK)
+        words = _words(key, first_chunk + chunk)[:hi - lo]
+        if both:
+            _grad_and_value_chunk(grad[lo:hi], x[lo:hi], words, threshold, scale, out[lo:hi],
+                                  value[lo:hi])
+        else:
+            _grad_chunk(grad[lo:hi], x[lo:hi], words, threshold, scale, out[lo:hi])
     return out
 
 
@@ -124,7 +161,7 @@ def _scale_type(dtype: torch.dtype):
 def _apply(x: torch.Tensor, key: np.uint64, threshold: int, scale: float,
            relu: bool, dtype: torch.dtype) -> torch.Tensor:
     out = kernel_empty(x.numel(), dtype)
-    _masked_scale(_flat(x), key, threshold, _scale_type(x.dtype)(scale), relu, out)
+    _masked_scale(_flat(x), key, threshold, _scale_type(x.dtype)(scale), relu, out, 0)
     return to_tensor(out, dtype).view(x.shape)
 
 

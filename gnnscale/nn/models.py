@@ -141,27 +141,47 @@ class GNN(nn.Module):
                 self.norms.append(make_norm(norm, out_width) or nn.Identity())
             width = out_width
 
+    #: ReLU, the next layer's input dropout and its transform in one blocked pass where that
+    #: layer transforms first (float32 CPU; :mod:`gnnscale.nn.fused_transform`); False forms
+    #: the activation as a tensor
+    fuse_activation = True
+
     def forward(self, x: torch.Tensor, graph: RankGraph) -> torch.Tensor:
         act = ACTIVATIONS[self.activation]
         half = _autocast_bf16(x)
         dropped = False  # x already went through the next layer's input dropout
+        h = None  # this layer's output, where the previous step computed it (fused)
         for i, layer in enumerate(self.layers):
-            if not dropped:
-                x = fast_dropout(x, self.dropout, self.training, dtype=_rows_dtype(layer, half))
-            h = layer(x, graph)
-            if len(self.skips):
-                h = h + self.skips[i](x)
+            if h is None:
+                if not dropped:
+                    x = fast_dropout(x, self.dropout, self.training,
+                                     dtype=_rows_dtype(layer, half))
+                h = layer(x, graph)
+                if len(self.skips):
+                    h = h + self.skips[i](x)
             dropped = False
             if i < len(self.layers) - 1:
                 norm = self.norms[i]
                 if not isinstance(norm, nn.Identity):
                     h = norm(h, graph)
                 if self.activation == "relu":
+                    fused = self._next_layer_on_activated(i + 1, h, half, graph)
+                    if fused is not None:  # the next layer's output
+                        h = fused
+                        continue
                     # the activation and the next layer's input dropout in one pass
                     h = relu_dropout(h, self.dropout, self.training,
                                      dtype=_rows_dtype(self.layers[i + 1], half))
                     dropped = True
                 else:
                     h = act(h)
-            x = h
+            x, h = h, None
         return x
+
+    def _next_layer_on_activated(self, index: int, h: torch.Tensor, half, graph: RankGraph):
+        """Layer ``index`` on ``relu_dropout(h)`` without forming the activation, or None where
+        it cannot (the layer aggregates first, no such method, a skip needs its input, bf16)."""
+        fused = getattr(self.layers[index], "forward_activated", None)
+        if fused is None or not self.fuse_activation or len(self.skips) or half is not None:
+            return None
+        return fused(h, self.dropout, self.training, graph)

@@ -1,0 +1,104 @@
+"""ReLU, dropout and the next transform a block of rows at a time equal the unfused pair.
+
+The fused product draws its mask as :func:`gnnscale.nn.dropout.relu_dropout` does (same key
+from the same generator state, element by element), so outputs and gradients match the pair
+``F.linear(relu_dropout(h), W)`` up to the products' rounding; and a GNN gives the same logits
+and gradients with the fusion on or off.
+"""
+
+import numpy as np
+import pytest
+import torch
+from torch.nn import functional as F
+
+from gnnscale.comm import SingleCommunicator
+from gnnscale.data import generate_sbm
+from gnnscale.engine import LocalProblem
+from gnnscale.nn import GNN
+from gnnscale.nn import dropout as dropout_module
+from gnnscale.nn.dropout import _CHUNK
+from gnnscale.nn.fused_transform import block_rows, can_fuse, relu_dropout_linear
+
+
+@pytest.mark.parametrize("rows, width, out, p", [
+    (3000, 256, 16, 0.5),   # several blocks, the last one partial
+    (5000, 100, 7, 0.3),    # width not dividing the mask's chunk
+    (333, 7, 3, 0.0),       # ReLU alone, one block smaller than a chunk
+    (1, 5, 2, 0.5),
+    (0, 8, 3, 0.5),         # a rank that owns no rows
+])
+@pytest.mark.parametrize("needs", ["both", "input only", "weight only"])
+def test_equals_relu_dropout_then_linear(rows, width, out, p, needs):
+    gen = torch.Generator().manual_seed(rows)
+    h = torch.randn(rows, width, generator=gen).requires_grad_(needs != "weight only")
+    weight = torch.randn(out, width, generator=gen).requires_grad_(needs != "input only")
+    grad = torch.randn(rows, out, generator=gen)
+    dropout_module.manual_seed(7)
+    reference = F.linear(dropout_module.relu_dropout(h, p, True), weight)
+    reference.backward(grad)
+    expected = [t.grad.clone() if t.requires_grad else None for t in (h, weight)]
+    state_after_reference = dropout_module.get_state()
+    h.grad = weight.grad = None
+    dropout_module.manual_seed(7)
+    fused = relu_dropout_linear(h, weight, p, True)
+    fused.backward(grad)
+    assert dropout_module.get_state() == state_after_reference  # the same draws
+    torch.testing.assert_close(fused, reference, rtol=1e-5, atol=1e-5)
+    for tensor, want in zip((h, weight), expected):
+        if want is None:
+            assert tensor.grad is None
+        else:
+            torch.testing.assert_close(tensor.grad, want, rtol=1e-5, atol=1e-4)
+
+
+def test_evaluation_is_relu_alone_and_draws_nothing():
+    h, weight = torch.randn(100, 12), torch.randn(4, 12)
+    state = dropout_module.get_state()
+    torch.testing.assert_close(relu_dropout_linear(h, weight, 0.5, training=False),
+                               F.linear(F.relu(h), weight))
+    assert dropout_module.get_state() == state
+
+
+@pytest.mark.parametrize("width", [1, 7, 100, 256, 4096, 5000])
+def test_blocks_start_on_a_chunk_of_the_mask(width):
+    rows = block_rows(width)
+    assert rows >= 1 and rows * width % _CHUNK == 0
+
+
+def test_only_float32_on_the_cpu_without_autocast():
+    assert can_fuse(torch.ones(2, 2))
+    assert not can_fuse(torch.ones(2, 2, dtype=torch.float64))
+    assert not can_fuse(torch.ones(2, 2, dtype=torch.bfloat16))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert not can_fuse(torch.ones(2, 2))
+
+
+@pytest.mark.parametrize("model, layers", [("gcn", 2), ("sage", 2), ("gcn", 3), ("sage", 3)])
+@pytest.mark.parametrize("p", [0.5, 0.0])
+def test_gnn_is_the_same_with_and_without_the_fusion(model, layers, p, monkeypatch):
+    from gnnscale.nn import conv
+
+    calls = []
+    monkeypatch.setattr(conv, "relu_dropout_linear",
+                        lambda *args: calls.append(1) or relu_dropout_linear(*args))
+    data = generate_sbm(num_nodes=400, num_classes=4, avg_degree=8.0, num_features=40,
+                        train_per_class=20, num_val=40, num_test=40, seed=3)
+    graph = LocalProblem.from_graph_data(data, np.zeros(data.num_nodes, np.int64),
+                                         SingleCommunicator()).graph
+    x = torch.from_numpy(data.x)
+    torch.manual_seed(0)
+    net = GNN(model, data.num_features, 32, 4, num_layers=layers, dropout=p)
+    results = []
+    for fuse in (True, False):
+        net.fuse_activation = fuse
+        net.zero_grad()
+        dropout_module.manual_seed(11)
+        logits = net(x, graph)
+        (logits * torch.linspace(-1, 1, logits.numel()).view_as(logits)).sum().backward()
+        results.append((logits.detach(), {n: q.grad.clone() for n, q in net.named_parameters()}))
+    assert len(calls) == layers - 1  # every layer after the first, in the fused pass only
+    (fused, fused_grads), (plain, plain_grads) = results
+    torch.testing.assert_close(fused, plain, rtol=1e-5, atol=1e-5)
+    assert fused_grads.keys() == plain_grads.keys()
+    for name in plain_grads:
+        torch.testing.assert_close(fused_grads[name], plain_grads[name], rtol=1e-4, atol=1e-5)
