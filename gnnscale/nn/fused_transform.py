@@ -39,7 +39,16 @@ def block_rows(width: int) -> int:
 def can_fuse(h: torch.Tensor) -> bool:
     """Whether :func:`relu_dropout_linear` takes ``h`` (float32, CPU, 2-D, no autocast)."""
     return (h.dtype == torch.float32 and h.device.type == "cpu" and h.dim() == 2
-            and not torch.is_autocast_enabled("cpu"))
+            and cpu_autocast_dtype() is None)
+
+
+def cpu_autocast_dtype() -> torch.dtype | None:
+    """The dtype CPU autocast runs in where it is on, else None."""
+    try:
+        enabled, dtype = torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu")
+    except TypeError:  # torch < 2.4
+        enabled, dtype = torch.is_autocast_cpu_enabled(), torch.get_autocast_cpu_dtype()
+    return dtype if enabled else None
 
 
 def relu_dropout_linear(h: torch.Tensor, weight: torch.Tensor, p: float,

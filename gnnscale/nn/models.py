@@ -22,6 +22,7 @@ from ..graph import RankGraph
 from .conv import GCNLayer, SAGELayer
 from .dropout import dropout as fast_dropout
 from .dropout import relu_dropout
+from .fused_transform import cpu_autocast_dtype
 from .gat import GATLayer, GATv2Layer
 from .gin import GINLayer
 from .norms import NORMS, make_norm
@@ -64,11 +65,7 @@ def _autocast_bf16(x: torch.Tensor) -> torch.dtype | None:
     """``torch.bfloat16`` when ``x`` is on the CPU under bf16 autocast, else None."""
     if x.device.type != "cpu":
         return None
-    try:
-        enabled, dtype = torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu")
-    except TypeError:  # torch < 2.4
-        enabled, dtype = torch.is_autocast_cpu_enabled(), torch.get_autocast_cpu_dtype()
-    return torch.bfloat16 if enabled and dtype == torch.bfloat16 else None
+    return torch.bfloat16 if cpu_autocast_dtype() == torch.bfloat16 else None
 
 
 def _rows_dtype(layer: nn.Module, half: torch.dtype | None) -> torch.dtype | None:
