@@ -24,7 +24,10 @@ compiled kernels are wrapped in named regions, every other operator is classifie
                          bytes: the CSR arrays once, one source row per non-zero, the output
   dense transforms       aten mm/addmm/linear/matmul, forward and backward; flops 2*M*K*N
   dropout + ReLU         gnnscale's fused compiled dropout, both ways; bytes: input + output
-                         (+ the saved output read in backward)
+                         (+ the saved output read in backward); where ReLU + dropout run
+                         blocked with the next transform (``nn/fused_transform.py``), its mask
+                         passes: the input read (and, backward, its gradient written; the
+                         blocks themselves stay in cache), its products under dense transforms
   other elementwise      every other aten operator (bias, loss, masks, indexing, sums):
                          bytes: inputs + one output of the largest input's size (approximate)
   optimiser              Adam's step; bytes: 7 x 4 x parameters (p, g, m, v read; p, m, v written)
@@ -92,13 +95,16 @@ from gnnscale.graph import halo as halo_module  # noqa: E402
 from gnnscale.graph.sparse import SparseBlock  # noqa: E402
 from gnnscale.nn import GNN  # noqa: E402
 from gnnscale.nn import dropout as dropout_module  # noqa: E402
+from gnnscale.nn import fused_transform  # noqa: E402
 from rooflines import copy_bandwidth_gbs, gemm_gflops, timed  # noqa: E402
 
 LR, WEIGHT_DECAY = 0.01, 5e-4
 PHASES = ("aggregation fwd", "aggregation bwd", "dense transforms", "dropout + ReLU",
           "other elementwise", "optimiser", "halo pack + wait", "grad. allreduce",
           "unattributed")
-DENSE_OPS = {"aten::mm", "aten::addmm", "aten::linear", "aten::matmul", "aten::bmm"}
+DENSE_OPS = {"aten::mm", "aten::addmm", "aten::addmm_", "aten::linear", "aten::matmul",
+             "aten::bmm"}
+GEMM_OPS = ("aten::mm", "aten::addmm", "aten::addmm_")  # the ones whose flops are counted
 REGION = "gnnscale."  # prefix of this benchmark's named regions
 
 
@@ -165,6 +171,12 @@ def instrument() -> None:
     fn = dropout_module._Dropout
     fn.forward = staticmethod(_region("dropout + ReLU", fn.forward, _dropout_forward_bytes))
     fn.backward = staticmethod(_region("dropout + ReLU", fn.backward, _dropout_backward_bytes))
+    # the blocked ReLU + dropout + transform: its mask passes here, its products are GEMMs
+    fused_transform._activate = _region("dropout + ReLU", fused_transform._activate,
+                                        lambda args, result: _nbytes(args[0]))  # h read
+    fused_transform._relu_dropout_grad = _region(
+        "dropout + ReLU", fused_transform._relu_dropout_grad,  # h read, its gradient written
+        lambda args, result: 4 * (args[1].size + args[5].size))
     plan = halo_module.HaloPlan
     for name in ("post_forward", "post_backward", "wait"):
         setattr(plan, name, _region("halo pack + wait", getattr(plan, name),
@@ -191,11 +203,13 @@ def classify(event) -> str | None:
 
 
 def gemm_shape(event):
-    """``(M, K, N)`` of an ``aten::mm`` / ``aten::addmm`` event (None if not recorded)."""
-    shapes = [s for s in (event.input_shapes or []) if len(s) == 2]
-    if len(shapes) < 2:
+    """``(M, K, N)`` of an ``aten::mm`` / ``aten::addmm(_)`` event (None if not recorded): the
+    product's two matrices, after ``addmm``'s added term and before an ``out=`` tensor."""
+    shapes = list(event.input_shapes or [])
+    first = 0 if event.name == "aten::mm" else 1
+    if len(shapes) < first + 2 or len(shapes[first]) != 2 or len(shapes[first + 1]) != 2:
         return None
-    (m, k), (_, n) = shapes[-2], shapes[-1]
+    (m, k), (_, n) = shapes[first], shapes[first + 1]
     return int(m), int(k), int(n)
 
 
@@ -252,7 +266,7 @@ def profiled_step(trainer) -> dict:
         if phase is None:
             continue
         seconds[phase] += event.self_cpu_time_total / 1e6
-        if event.name in ("aten::mm", "aten::addmm") and phase == "dense transforms":
+        if event.name in GEMM_OPS and phase == "dense transforms":
             flops += gemm_flops(event)
             shapes.add(gemm_shape(event))
         elif phase == "other elementwise" and event.name.startswith("aten::"):
