@@ -200,9 +200,10 @@ def _layer_floats(spec, layer: int, a: int, c: int) -> tuple[float, float]:
     """(kept, transient) floats per owned node of one GCN/SAGE layer ``a -> c`` in training.
 
     Kept until backward reaches the layer: what the weight gradient needs besides the input the
-    previous activation already keeps (aggregating first: the aggregate; transforming first,
-    which ``order="auto"`` does when ``c <= a``: nothing, except the dropped-out raw features
-    of the first layer) and the layer's activated output (the last layer: its logits and their
+    previous activation already keeps (aggregating first: the aggregate, and in the first layer
+    with input dropout also the raw features' aggregate that evaluation reuses; transforming
+    first, which ``order="auto"`` does when ``c <= a``: nothing, except the dropped-out raw
+    features of the first layer) and the layer's activated output (the last layer: its logits and their
     log-softmax). Transient: the layer's temporaries forward and its gradients backward, at
     most two rows of the wider width, and for SAGE one of the narrower besides (its second
     product, the root weight's, has its own input and gradient).
@@ -211,6 +212,8 @@ def _layer_floats(spec, layer: int, a: int, c: int) -> tuple[float, float]:
     transform_first = c <= a
     if transform_first and (layer > 0 or spec.dropout == 0.0):
         kept_in = 0.0
+    elif layer == 0 and not transform_first and spec.dropout > 0.0:
+        kept_in = 2.0 * a  # and evaluation's aggregate of the raw features, kept between
     else:
         kept_in = float(a)
     kept_out = 2.0 * c if last else float(c)

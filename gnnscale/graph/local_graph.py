@@ -70,8 +70,7 @@ class LocalGraph(RankGraph):
             # Not cached: a stale result must not be served to evaluation.
             return StaleAggregate.apply(owned, inner, boundary, self.halo_plan, policy, slot)
         out = aggregate(owned, inner, boundary, self.halo_plan)
-        self._remember_constant(owned, kind, out)
-        return out
+        return self._remember_constant(owned, kind, out)
 
     def gather_with_halo(self, owned: torch.Tensor) -> torch.Tensor:
         """``[owned; halo]`` rows (differentiable), for layers that need source features."""

@@ -9,6 +9,7 @@ the cache of aggregates of inputs that cannot change.
 from __future__ import annotations
 
 import abc
+import mmap
 import weakref
 from typing import Callable
 
@@ -42,10 +43,16 @@ class RankGraph(abc.ABC):
         self.comm, self.dtype, self.device = comm, dtype, torch.device(device)
         self.staleness = None  # a staleness.StalenessPolicy; None = exact (see staleness.py)
         self._blocks: dict = {}
-        # kind -> (weak reference to the input tensor, its version, aggregate): the input is
-        # not kept alive by the cache (a dropped-out input is new every step; holding it
-        # would keep a [num_owned, F] tensor nobody can pass again)
+        # kind -> [(weak reference to the input tensor, its version, aggregate, whether the
+        # aggregate lives outside the heap), ...], newest
+        # first, at most CONSTANT_SLOTS: the input is not kept alive by the cache (a
+        # dropped-out input is new every step; holding it would keep a [num_owned, F] tensor
+        # nobody can pass again), and its entry goes when it dies
         self._constant_cache: dict = {}
+
+    #: aggregates of unchanging inputs kept per kind: two, so that the raw features'
+    #: aggregate (evaluation) survives a training step that aggregates its dropped-out copy
+    CONSTANT_SLOTS = 2
 
     @property
     @abc.abstractmethod
@@ -95,22 +102,58 @@ class RankGraph(abc.ABC):
         return self._blocks[kind]
 
     def _constant_hit(self, owned: torch.Tensor, kind: str) -> torch.Tensor | None:
-        """The stored aggregate of ``owned`` if it needs no gradient and is the very tensor,
-        at the same version, that was aggregated last (e.g. raw features); else None."""
+        """The stored aggregate of ``owned`` if it needs no gradient and is one of the very
+        tensors, at the same version, aggregated last (e.g. raw features); else None. A hit
+        moves it outside the heap if it is not there yet (see :meth:`_remember_constant`)."""
         if owned.requires_grad:
             return None
-        hit = self._constant_cache.get(kind)
-        if hit is not None and hit[0]() is owned and hit[1] == owned._version:
-            return hit[2]
+        entries = self._constant_cache.get(kind, [])
+        for i, (ref, version, out, outside) in enumerate(entries):
+            if ref() is owned and version == owned._version:
+                if not outside and out.device.type == "cpu":
+                    out = off_heap_copy(out)
+                    entries[i] = (ref, version, out, True)
+                return out
         return None
 
-    def _remember_constant(self, owned: torch.Tensor, kind: str, out: torch.Tensor) -> None:
-        """Store ``out`` as the aggregate of ``owned`` when ``owned`` needs no gradient."""
-        if not owned.requires_grad:
-            cache = self._constant_cache
+    def _remember_constant(self, owned: torch.Tensor, kind: str,
+                           out: torch.Tensor) -> torch.Tensor:
+        """Store ``out`` as the aggregate of ``owned`` when ``owned`` needs no gradient (an
+        older version of the same tensor, and the oldest beyond :data:`CONSTANT_SLOTS`, go);
+        returns the aggregate to use.
 
-            def forget(ref, kind=kind):  # the input died: its aggregate can never be served
-                if kind in cache and cache[kind][0] is ref:
-                    del cache[kind]
+        An aggregate that is reused (served again, or computed outside autograd, as in
+        evaluation) moves to pages of its own, outside the heap: it lives across training
+        steps, and in the kept heap a long-lived block would sit in a hole the step's large
+        tensors reuse, growing the heap by them. The aggregates of inputs used once (a
+        dropped-out input, new every step) stay where they are.
+        """
+        if owned.requires_grad:
+            return out
+        outside = not torch.is_grad_enabled() and out.device.type == "cpu"
+        if outside:
+            out = off_heap_copy(out)
+        cache = self._constant_cache
 
-            cache[kind] = (weakref.ref(owned, forget), owned._version, out)
+        def forget(ref, kind=kind):  # the input died: its aggregate can never be served
+            left = [entry for entry in cache.get(kind, ()) if entry[0] is not ref]
+            if left:
+                cache[kind] = left
+            else:
+                cache.pop(kind, None)
+
+        others = [entry for entry in cache.get(kind, ()) if entry[0]() is not owned]
+        cache[kind] = ([(weakref.ref(owned, forget), owned._version, out, outside)]
+                       + others[:self.CONSTANT_SLOTS - 1])
+        return out
+
+
+def off_heap_copy(tensor: torch.Tensor) -> torch.Tensor:
+    """A copy of CPU ``tensor`` in an anonymous memory map of its own (unmapped when the copy
+    dies), not in the allocator's heap."""
+    nbytes = tensor.numel() * tensor.element_size()
+    if nbytes == 0:
+        return tensor.clone()
+    buffer = mmap.mmap(-1, nbytes)
+    flat = torch.frombuffer(buffer, dtype=tensor.dtype, count=tensor.numel())
+    return flat.view(tensor.shape).copy_(tensor)

@@ -161,7 +161,7 @@ class VertexCutGraph(RankGraph):
                 return hit
         out = VertexCutAggregate.apply(owned, blocks, self.halo_plan, policy or self._exact, slot)
         if policy is None:
-            self._remember_constant(owned, kind, out)
+            out = self._remember_constant(owned, kind, out)
         return out
 
     def gather_with_halo(self, owned):

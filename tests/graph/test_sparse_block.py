@@ -1,6 +1,7 @@
 """SparseBlock's compact storage and the rank graph's cache of constant-input aggregates."""
 
 import gc
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ from gnnscale.comm.single import SingleCommunicator
 from gnnscale.data import generate_sbm
 from gnnscale.graph import LocalGraph
 from gnnscale.graph import sparse as sparse_module
+from gnnscale.graph.rank_graph import off_heap_copy
 from gnnscale.graph.sparse import SparseBlock
 from partitioning.local_view import build_part_view
 
@@ -99,11 +101,53 @@ def _one_rank_graph():
 def test_constant_input_aggregate_is_reused_while_the_input_lives():
     graph, x = _one_rank_graph()
     first = graph.aggregate(x, "gcn")
-    assert graph.aggregate(x, "gcn") is first  # same tensor, same version
+    again = graph.aggregate(x, "gcn")  # same tensor, same version: served, moved off the heap
+    assert torch.equal(again, first) and _mapping_of(again.data_ptr()) != "[heap]"
+    assert graph.aggregate(x, "gcn") is again
     x.mul_(2.0)  # a new version is aggregated again
     second = graph.aggregate(x, "gcn")
     assert second is not first
     torch.testing.assert_close(second, 2.0 * first)
+
+
+def test_raw_features_stay_cached_across_a_step_that_aggregates_a_dropped_out_copy():
+    graph, x = _one_rank_graph()
+    with torch.no_grad():  # evaluation
+        raw = graph.aggregate(x, "gcn")
+    for _ in range(3):  # training steps: a new dropped-out input each
+        dropped = torch.nn.functional.dropout(x, 0.5)
+        assert graph.aggregate(dropped, "gcn") is not raw
+        del dropped
+        with torch.no_grad():
+            assert graph.aggregate(x, "gcn") is raw  # the next evaluation: not aggregated again
+    # beyond the slots the oldest goes: two live inputs aggregated after it
+    a, b = x + 1.0, x + 2.0
+    graph.aggregate(a, "gcn")
+    graph.aggregate(b, "gcn")
+    assert graph.aggregate(x, "gcn") is not raw
+    assert len(graph._constant_cache["gcn"]) == graph.CONSTANT_SLOTS
+
+
+def _mapping_of(address: int) -> str | None:
+    """The pathname column of the /proc/self/maps line holding ``address`` ('' if none)."""
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            fields = line.split()
+            lo, hi = (int(v, 16) for v in fields[0].split("-"))
+            if lo <= address < hi:
+                return fields[5] if len(fields) > 5 else ""
+    return None
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs /proc/self/maps")
+def test_an_aggregate_kept_for_evaluation_lives_outside_the_heap():
+    graph, x = _one_rank_graph()
+    with torch.no_grad():
+        kept = graph.aggregate(x, "gcn")
+    expected = graph.aggregate(x.clone(), "gcn")
+    torch.testing.assert_close(kept, expected, rtol=0, atol=0)
+    assert _mapping_of(kept.data_ptr()) not in (None, "[heap]")
+    assert off_heap_copy(torch.empty(0, 3)).shape == (0, 3)
 
 
 def test_cache_does_not_keep_a_dead_input_or_its_aggregate():
