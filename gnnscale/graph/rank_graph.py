@@ -44,10 +44,10 @@ class RankGraph(abc.ABC):
         self.staleness = None  # a staleness.StalenessPolicy; None = exact (see staleness.py)
         self._blocks: dict = {}
         # kind -> [(weak reference to the input tensor, its version, aggregate, whether the
-        # aggregate lives outside the heap), ...], newest
-        # first, at most CONSTANT_SLOTS: the input is not kept alive by the cache (a
-        # dropped-out input is new every step; holding it would keep a [num_owned, F] tensor
-        # nobody can pass again), and its entry goes when it dies
+        # aggregate lives outside the heap), ...], newest first, at most CONSTANT_SLOTS: the
+        # input is not kept alive by the cache (a dropped-out input is new every step; holding
+        # it would keep a [num_owned, F] tensor nobody can pass again), and its entry goes
+        # when it dies
         self._constant_cache: dict = {}
 
     #: aggregates of unchanging inputs kept per kind: two, so that the raw features'

@@ -22,7 +22,7 @@ import math
 import numpy as np
 import torch
 
-from .dropout import _CHUNK, _draw, _masked_scale, _relu_dropout_grad
+from .dropout import _CHUNK, _draw, _flat, _masked_scale, _relu_dropout_grad
 
 #: bytes of activated rows per block: a few blocks fit the 2 MiB-per-core caches of this
 #: class of machine with room for the weight
@@ -123,8 +123,3 @@ class _ReluDropoutLinear(torch.autograd.Function):
             if need_weight:
                 grad_weight.addmm_(grad[lo:hi].t(), values)
         return grad_h, grad_weight, None, None, None
-
-
-def _flat(rows: torch.Tensor) -> np.ndarray:
-    """A contiguous float32 tensor's elements as a flat NumPy array (shared memory)."""
-    return rows.numpy().reshape(-1)
