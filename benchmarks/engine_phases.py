@@ -176,7 +176,7 @@ def instrument() -> None:
                                         lambda args, result: _nbytes(args[0]))  # h read
     fused_transform._relu_dropout_grad = _region(
         "dropout + ReLU", fused_transform._relu_dropout_grad,  # h read, its gradient written
-        lambda args, result: 4 * (args[1].size + args[5].size))
+        lambda args, result: 4 * (args[1].size + args[6].size))
     plan = halo_module.HaloPlan
     for name in ("post_forward", "post_backward", "wait"):
         setattr(plan, name, _region("halo pack + wait", getattr(plan, name),

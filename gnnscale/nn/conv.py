@@ -79,14 +79,23 @@ class GCNLayer(nn.Module):
         out = graph.aggregate(self.lin(x), "gcn")
         return out + self.bias if self.bias is not None else out
 
-    def forward_activated(self, h: torch.Tensor, p: float, training: bool,
-                          graph: RankGraph) -> torch.Tensor | None:
-        """This layer on ``relu_dropout(h, p, training)`` with the activation never formed
-        (:func:`~gnnscale.nn.fused_transform.relu_dropout_linear`), where the layer transforms
+    def forward_unbiased(self, x: torch.Tensor,
+                         graph: RankGraph) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``(forward(x) - bias, bias)``: the output without its bias, for a caller that adds
+        the bias in a pass of its own (:meth:`forward_activated` of the next layer)."""
+        if not self.transform_first:
+            return F.linear(graph.aggregate(x, "gcn"), self.lin.weight), self.bias
+        return graph.aggregate(self.lin(x), "gcn"), self.bias
+
+    def forward_activated(self, h: torch.Tensor, p: float, training: bool, graph: RankGraph,
+                          bias: torch.Tensor | None = None) -> torch.Tensor | None:
+        """This layer on ``relu_dropout(h + bias, p, training)`` with the activation never
+        formed (:func:`~gnnscale.nn.fused_transform.relu_dropout_linear`; ``bias`` is the
+        previous layer's, deferred by its :meth:`forward_unbiased`), where the layer transforms
         first and ``h`` is float32 on the CPU; else None."""
         if not self.transform_first or not can_fuse(h):
             return None
-        out = graph.aggregate(relu_dropout_linear(h, self.lin.weight, p, training), "gcn")
+        out = graph.aggregate(relu_dropout_linear(h, self.lin.weight, p, training, bias), "gcn")
         return out + self.bias if self.bias is not None else out
 
     def extra_repr(self) -> str:
@@ -153,14 +162,27 @@ class SAGELayer(nn.Module):
         # in-place ops are not autocast: the root product takes the output's dtype itself
         return out.addmm_(x.to(out.dtype), self.lin_r.weight.t().to(out.dtype))
 
-    def forward_activated(self, h: torch.Tensor, p: float, training: bool,
-                          graph: RankGraph) -> torch.Tensor | None:
+    def forward_unbiased(self, x: torch.Tensor,
+                         graph: RankGraph) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """As :meth:`GCNLayer.forward_unbiased` (the bias is ``lin_l``'s)."""
+        bias = self.lin_l.bias
+        if self.aggr == "max" or bias is None:
+            return self(x, graph), None
+        if self.transform_first:
+            neigh = graph.aggregate(F.linear(x, self.lin_l.weight), self.aggr)
+            return neigh.add_(F.linear(x, self.lin_r.weight)), bias
+        neigh = graph.aggregate(x, self.aggr)
+        out = F.linear(neigh, self.lin_l.weight)
+        return out.addmm_(x.to(out.dtype), self.lin_r.weight.t().to(out.dtype)), bias
+
+    def forward_activated(self, h: torch.Tensor, p: float, training: bool, graph: RankGraph,
+                          bias: torch.Tensor | None = None) -> torch.Tensor | None:
         """As :meth:`GCNLayer.forward_activated`: both transforms in one product with the
         weights stacked, where the layer transforms first (mean and sum); else None."""
         if not self.transform_first or not can_fuse(h):
             return None
         weights = torch.cat([self.lin_l.weight, self.lin_r.weight])
-        both = relu_dropout_linear(h, weights, p, training)
+        both = relu_dropout_linear(h, weights, p, training, bias)
         neigh = graph.aggregate(both[:, :self.out_dim].contiguous(), self.aggr)
         root = both[:, self.out_dim:]
         return neigh + (root + self.lin_l.bias if self.lin_l.bias is not None else root)

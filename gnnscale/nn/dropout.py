@@ -68,10 +68,35 @@ def _words(key, chunk):  # pragma: no cover - compiled
     return hashes.view(np.uint16)
 
 
+#: no bias for :func:`_masked_scale`
+NO_BIAS = np.empty(0, np.float32)
+
+
+def tiled_bias(bias: np.ndarray) -> np.ndarray:
+    """A bias ``[F]`` for the compiled passes over a flattened ``[N, F]`` tensor: ``bias``
+    repeated over ``_CHUNK + F`` elements, so the chunk starting at element ``e`` adds
+    ``tiled[e % F:e % F + _CHUNK]`` element by element (a loop without an index modulo)."""
+    width = bias.shape[0]
+    return np.tile(bias.astype(np.float32), -(-(_CHUNK + width) // width))[:_CHUNK + width]
+
+
 @njit(inline="always")
-def _masked_chunk(x, words, threshold, scale, relu, out):  # pragma: no cover - compiled
+def _chunk_bias(tiled, chunk, n):  # pragma: no cover - compiled
+    """The ``n`` bias elements of chunk ``chunk`` (an empty slice without a bias)."""
+    if tiled.shape[0] == 0:
+        return tiled[0:0]
+    start = (chunk * _CHUNK) % (tiled.shape[0] - _CHUNK)
+    return tiled[start:start + n]
+
+
+@njit(inline="always")
+def _masked_chunk(x, words, threshold, scale, relu, out, bias):  # pragma: no cover - compiled
     # fixed trip count and a branch-free select, so that the loop vectorises
-    if relu:
+    if bias.shape[0] > 0:  # dropout(relu(x + bias))
+        for j in range(x.shape[0]):
+            value = to_float(x[j]) + bias[j]
+            store(out, j, value * scale if (words[j] >= threshold) & (value > 0) else 0.0)
+    elif relu:
         for j in range(x.shape[0]):
             value = to_float(x[j])
             store(out, j, value * scale if (words[j] >= threshold) & (value > 0) else 0.0)
@@ -81,55 +106,55 @@ def _masked_chunk(x, words, threshold, scale, relu, out):  # pragma: no cover - 
 
 
 @njit(parallel=True, fastmath=True, cache=True, nogil=True)
-def _masked_scale(x, key, threshold, scale, relu, out, first_chunk):  # pragma: no cover
+def _masked_scale(x, key, threshold, scale, relu, out, first_chunk, bias):  # pragma: no cover
     """``out[i] = x[i] * scale`` where element i is kept (and, with relu, positive), else 0.
     ``x`` and ``out`` are float arrays or bf16 bits (uint16), each of its own type; ``x[0]``
-    is element ``first_chunk * _CHUNK`` of the tensor the mask is drawn over."""
+    is element ``first_chunk * _CHUNK`` of the tensor the mask is drawn over. With a bias
+    (:func:`tiled_bias`, or :data:`NO_BIAS`) ``dropout(relu(x + bias))`` instead."""
     n = x.shape[0]
     full = n // _CHUNK
     for chunk in prange(full):
         lo = chunk * _CHUNK
         _masked_chunk(x[lo:lo + _CHUNK], _words(key, first_chunk + chunk), threshold, scale,
-                      relu, out[lo:lo + _CHUNK])
+                      relu, out[lo:lo + _CHUNK], _chunk_bias(bias, first_chunk + chunk, _CHUNK))
     lo = full * _CHUNK
     if lo < n:
         _masked_chunk(x[lo:], _words(key, first_chunk + full)[:n - lo], threshold, scale, relu,
-                      out[lo:])
+                      out[lo:], _chunk_bias(bias, first_chunk + full, n - lo))
     return out
 
 
 @njit(inline="always")
-def _grad_chunk(grad, x, words, threshold, scale, out):  # pragma: no cover - compiled
-    for j in range(x.shape[0]):  # fixed trip count, branch-free select: vectorises
-        out[j] = grad[j] * scale if (words[j] >= threshold) & (x[j] > 0) else np.float32(0.0)
-
-
-@njit(inline="always")
-def _grad_and_value_chunk(grad, x, words, threshold, scale, out, value):  # pragma: no cover
-    for j in range(x.shape[0]):
-        keep = (words[j] >= threshold) & (x[j] > 0)
-        out[j] = grad[j] * scale if keep else np.float32(0.0)
-        value[j] = x[j] * scale if keep else np.float32(0.0)
+def _grad_chunk(grad, x, bias, words, threshold, scale, out, value):  # pragma: no cover
+    if value.shape[0] == 0:
+        for j in range(x.shape[0]):  # fixed trip count, branch-free select: vectorises
+            keep = (words[j] >= threshold) & (x[j] + bias[j] > 0)
+            out[j] = grad[j] * scale if keep else np.float32(0.0)
+    else:
+        for j in range(x.shape[0]):
+            pre = x[j] + bias[j]
+            keep = (words[j] >= threshold) & (pre > 0)
+            out[j] = grad[j] * scale if keep else np.float32(0.0)
+            value[j] = pre * scale if keep else np.float32(0.0)
 
 
 @njit(parallel=True, fastmath=True, cache=True, nogil=True)
-def _relu_dropout_grad(grad, x, key, threshold, scale, out, value, first_chunk):  # pragma: no cover
-    """The gradient through ``dropout(relu(x))``: ``out[i] = grad[i] * scale`` where element
-    i of ``x`` is kept and positive, else 0; with a non-empty ``value`` also the activation
-    itself there (``x[i] * scale`` or 0), from the same mask words (float32 arrays;
-    ``first_chunk`` as :func:`_masked_scale`)."""
+def _relu_dropout_grad(grad, x, bias, key, threshold, scale, out, value,
+                       first_chunk):  # pragma: no cover
+    """The gradient through ``dropout(relu(x + bias))``: ``out[i] = grad[i] * scale`` where
+    element i is kept and ``x[i] + bias`` positive, else 0; with a non-empty ``value`` also
+    the activation itself there (``(x[i] + bias) * scale`` or 0), from the same mask words
+    (float32 arrays; ``bias`` from :func:`tiled_bias`, zeros for none; ``first_chunk`` as
+    :func:`_masked_scale`)."""
     n = x.shape[0]
     both = value.shape[0] == n
     chunks = (n + _CHUNK - 1) // _CHUNK
     for chunk in prange(chunks):
         lo = chunk * _CHUNK
         hi = min(n, lo + _CHUNK)
-        words = _words(key, first_chunk + chunk)[:hi - lo]
-        if both:
-            _grad_and_value_chunk(grad[lo:hi], x[lo:hi], words, threshold, scale, out[lo:hi],
-                                  value[lo:hi])
-        else:
-            _grad_chunk(grad[lo:hi], x[lo:hi], words, threshold, scale, out[lo:hi])
+        _grad_chunk(grad[lo:hi], x[lo:hi], _chunk_bias(bias, first_chunk + chunk, hi - lo),
+                    _words(key, first_chunk + chunk)[:hi - lo], threshold, scale, out[lo:hi],
+                    value[lo:hi] if both else value[0:0])
     return out
 
 
@@ -161,7 +186,8 @@ def _scale_type(dtype: torch.dtype):
 def _apply(x: torch.Tensor, key: np.uint64, threshold: int, scale: float,
            relu: bool, dtype: torch.dtype) -> torch.Tensor:
     out = kernel_empty(x.numel(), dtype)
-    _masked_scale(_flat(x), key, threshold, _scale_type(x.dtype)(scale), relu, out, 0)
+    _masked_scale(_flat(x), key, threshold, _scale_type(x.dtype)(scale), relu, out, 0,
+                  NO_BIAS)
     return to_tensor(out, dtype).view(x.shape)
 
 

@@ -22,7 +22,7 @@ from ..graph import RankGraph
 from .conv import GCNLayer, SAGELayer
 from .dropout import dropout as fast_dropout
 from .dropout import relu_dropout
-from .fused_transform import cpu_autocast_dtype
+from .fused_transform import can_fuse, cpu_autocast_dtype
 from .gat import GATLayer, GATv2Layer
 from .gin import GINLayer
 from .norms import NORMS, make_norm
@@ -148,12 +148,16 @@ class GNN(nn.Module):
         half = _autocast_bf16(x)
         dropped = False  # x already went through the next layer's input dropout
         h = None  # this layer's output, where the previous step computed it (fused)
+        bias = None  # a bias still to be added to h (by the next layer's fused pass)
         for i, layer in enumerate(self.layers):
             if h is None:
                 if not dropped:
                     x = fast_dropout(x, self.dropout, self.training,
                                      dtype=_rows_dtype(layer, half))
-                h = layer(x, graph)
+                if self._bias_deferred(i, x, half):  # added in the next layer's fused pass
+                    h, bias = self.layers[i].forward_unbiased(x, graph)
+                else:
+                    h, bias = layer(x, graph), None
                 if len(self.skips):
                     h = h + self.skips[i](x)
             dropped = False
@@ -162,10 +166,12 @@ class GNN(nn.Module):
                 if not isinstance(norm, nn.Identity):
                     h = norm(h, graph)
                 if self.activation == "relu":
-                    fused = self._next_layer_on_activated(i + 1, h, half, graph)
+                    fused = self._next_layer_on_activated(i + 1, h, half, graph, bias)
                     if fused is not None:  # the next layer's output
-                        h = fused
+                        h, bias = fused, None
                         continue
+                    if bias is not None:
+                        h, bias = h + bias, None
                     # the activation and the next layer's input dropout in one pass
                     h = relu_dropout(h, self.dropout, self.training,
                                      dtype=_rows_dtype(self.layers[i + 1], half))
@@ -175,10 +181,25 @@ class GNN(nn.Module):
             x, h = h, None
         return x
 
-    def _next_layer_on_activated(self, index: int, h: torch.Tensor, half, graph: RankGraph):
-        """Layer ``index`` on ``relu_dropout(h)`` without forming the activation, or None where
-        it cannot (the layer aggregates first, no such method, a skip needs its input, bf16)."""
+    def _next_layer_on_activated(self, index: int, h: torch.Tensor, half, graph: RankGraph,
+                                 bias: torch.Tensor | None = None):
+        """Layer ``index`` on ``relu_dropout(h + bias)`` without forming the activation, or
+        None where it cannot (the layer aggregates first, no such method, a skip needs its
+        input, bf16)."""
         fused = getattr(self.layers[index], "forward_activated", None)
         if fused is None or not self.fuse_activation or len(self.skips) or half is not None:
             return None
-        return fused(h, self.dropout, self.training, graph)
+        return fused(h, self.dropout, self.training, graph, bias)
+
+    def _bias_deferred(self, index: int, x: torch.Tensor, half) -> bool:
+        """Whether layer ``index`` leaves its bias to the next layer's fused pass: that pass
+        runs (ReLU, no norm or skip, the next layer transforms first, float32 CPU rows) and
+        the layer can (:meth:`GCNLayer.forward_unbiased`)."""
+        if (index + 1 >= len(self.layers) or self.activation != "relu" or len(self.skips)
+                or not isinstance(self.norms[index], nn.Identity) or half is not None
+                or not self.fuse_activation):
+            return False
+        following = self.layers[index + 1]
+        return (hasattr(self.layers[index], "forward_unbiased")
+                and hasattr(following, "forward_activated")
+                and getattr(following, "transform_first", False) and can_fuse(x))

@@ -1,4 +1,5 @@
-"""ReLU, dropout and the next transform a block of rows at a time equal the unfused pair.
+"""ReLU, dropout and the next transform a block of rows at a time (with the previous layer's
+bias added in the same pass) equal the unfused pair.
 
 The fused product draws its mask as :func:`gnnscale.nn.dropout.relu_dropout` does (same key
 from the same generator state, element by element), so outputs and gradients match the pair
@@ -23,32 +24,42 @@ from gnnscale.nn.fused_transform import block_rows, can_fuse, relu_dropout_linea
 @pytest.mark.parametrize("rows, width, out, p", [
     (3000, 256, 16, 0.5),   # several blocks, the last one partial
     (5000, 100, 7, 0.3),    # width not dividing the mask's chunk
+    (12000, 100, 5, 0.5),   # the same over several blocks (a bias row starts mid-chunk)
     (333, 7, 3, 0.0),       # ReLU alone, one block smaller than a chunk
     (1, 5, 2, 0.5),
     (0, 8, 3, 0.5),         # a rank that owns no rows
 ])
-@pytest.mark.parametrize("needs", ["both", "input only", "weight only"])
-def test_equals_relu_dropout_then_linear(rows, width, out, p, needs):
+@pytest.mark.parametrize("needs, with_bias", [
+    (needs, False) for needs in ("both", "input only", "weight only")
+] + [(needs, True) for needs in ("both", "input only", "weight only", "bias only")])
+def test_equals_relu_dropout_then_linear(rows, width, out, p, needs, with_bias):
     gen = torch.Generator().manual_seed(rows)
-    h = torch.randn(rows, width, generator=gen).requires_grad_(needs != "weight only")
-    weight = torch.randn(out, width, generator=gen).requires_grad_(needs != "input only")
+    h = torch.randn(rows, width, generator=gen).requires_grad_(needs in ("both", "input only"))
+    weight = torch.randn(out, width, generator=gen).requires_grad_(
+        needs in ("both", "weight only"))
+    bias = (torch.randn(width, generator=gen).requires_grad_(needs in ("both", "bias only"))
+            if with_bias else None)
     grad = torch.randn(rows, out, generator=gen)
+    leaves = (h, weight) if bias is None else (h, weight, bias)
     dropout_module.manual_seed(7)
-    reference = F.linear(dropout_module.relu_dropout(h, p, True), weight)
+    reference = F.linear(dropout_module.relu_dropout(h if bias is None else h + bias, p, True),
+                         weight)
     reference.backward(grad)
-    expected = [t.grad.clone() if t.requires_grad else None for t in (h, weight)]
+    expected = [t.grad.clone() if t.requires_grad else None for t in leaves]
     state_after_reference = dropout_module.get_state()
-    h.grad = weight.grad = None
+    for tensor in leaves:
+        tensor.grad = None
     dropout_module.manual_seed(7)
-    fused = relu_dropout_linear(h, weight, p, True)
+    fused = relu_dropout_linear(h, weight, p, True, bias)
     fused.backward(grad)
     assert dropout_module.get_state() == state_after_reference  # the same draws
     torch.testing.assert_close(fused, reference, rtol=1e-5, atol=1e-5)
-    for tensor, want in zip((h, weight), expected):
+    for tensor, want in zip(leaves, expected):
         if want is None:
             assert tensor.grad is None
         else:
-            torch.testing.assert_close(tensor.grad, want, rtol=1e-5, atol=1e-4)
+            # sums over rows (W', the bias's gradient): float32 rounding grows with the rows
+            torch.testing.assert_close(tensor.grad, want, rtol=1e-4, atol=1e-4)
 
 
 def test_evaluation_is_relu_alone_and_draws_nothing():
@@ -80,7 +91,8 @@ def test_gnn_is_the_same_with_and_without_the_fusion(model, layers, p, monkeypat
 
     calls = []
     monkeypatch.setattr(conv, "relu_dropout_linear",
-                        lambda *args: calls.append(1) or relu_dropout_linear(*args))
+                        lambda *args: calls.append(args[4] is not None)
+                        or relu_dropout_linear(*args))
     data = generate_sbm(num_nodes=400, num_classes=4, avg_degree=8.0, num_features=40,
                         train_per_class=20, num_val=40, num_test=40, seed=3)
     graph = LocalProblem.from_graph_data(data, np.zeros(data.num_nodes, np.int64),
@@ -96,7 +108,9 @@ def test_gnn_is_the_same_with_and_without_the_fusion(model, layers, p, monkeypat
         logits = net(x, graph)
         (logits * torch.linspace(-1, 1, logits.numel()).view_as(logits)).sum().backward()
         results.append((logits.detach(), {n: q.grad.clone() for n, q in net.named_parameters()}))
-    assert len(calls) == layers - 1  # every layer after the first, in the fused pass only
+    # every layer after the first, in the fused pass only; the first layer's bias rides in
+    # the second's pass, later biases are added where their layer aggregates
+    assert calls == [True] + [False] * (layers - 2)
     (fused, fused_grads), (plain, plain_grads) = results
     torch.testing.assert_close(fused, plain, rtol=1e-5, atol=1e-5)
     assert fused_grads.keys() == plain_grads.keys()
