@@ -24,6 +24,8 @@ from torch.nn import functional as F
 from ..graph import RankGraph
 from .edge_ops import inner_first_edges, local_edges, scatter_max
 from .fused_transform import can_fuse, relu_dropout_linear
+from .tall_linear import can_use as can_use_linear_sum
+from .tall_linear import linear_sum
 
 ORDERS = ("auto", "aggregate_first", "transform_first")
 SAGE_AGGRS = ("mean", "sum", "max")
@@ -84,7 +86,10 @@ class GCNLayer(nn.Module):
         """``(forward(x) - bias, bias)``: the output without its bias, for a caller that adds
         the bias in a pass of its own (:meth:`forward_activated` of the next layer)."""
         if not self.transform_first:
-            return F.linear(graph.aggregate(x, "gcn"), self.lin.weight), self.bias
+            aggregate = graph.aggregate(x, "gcn")
+            if can_use_linear_sum(aggregate):
+                return linear_sum([aggregate], [self.lin.weight]), self.bias
+            return F.linear(aggregate, self.lin.weight), self.bias
         return graph.aggregate(self.lin(x), "gcn"), self.bias
 
     def forward_activated(self, h: torch.Tensor, p: float, training: bool, graph: RankGraph,
@@ -172,6 +177,8 @@ class SAGELayer(nn.Module):
             neigh = graph.aggregate(F.linear(x, self.lin_l.weight), self.aggr)
             return neigh.add_(F.linear(x, self.lin_r.weight)), bias
         neigh = graph.aggregate(x, self.aggr)
+        if can_use_linear_sum(neigh) and x.dtype == neigh.dtype:
+            return linear_sum([neigh, x], [self.lin_l.weight, self.lin_r.weight]), bias
         out = F.linear(neigh, self.lin_l.weight)
         return out.addmm_(x.to(out.dtype), self.lin_r.weight.t().to(out.dtype)), bias
 
