@@ -130,12 +130,14 @@ def _grad_chunk(grad, x, bias, words, threshold, scale, out, value):  # pragma: 
         for j in range(x.shape[0]):  # fixed trip count, branch-free select: vectorises
             keep = (words[j] >= threshold) & (x[j] + bias[j] > 0)
             out[j] = grad[j] * scale if keep else np.float32(0.0)
-    else:
+    else:  # two loops over few arrays each: LLVM vectorises a loop only while its
+        # run-time overlap checks between the arrays stay few (numba 0.60 stopped at five)
         for j in range(x.shape[0]):
-            pre = x[j] + bias[j]
-            keep = (words[j] >= threshold) & (pre > 0)
+            value[j] = x[j] + bias[j]
+        for j in range(x.shape[0]):
+            keep = (words[j] >= threshold) & (value[j] > 0)
             out[j] = grad[j] * scale if keep else np.float32(0.0)
-            value[j] = pre * scale if keep else np.float32(0.0)
+            value[j] = value[j] * scale if keep else np.float32(0.0)
 
 
 @njit(parallel=True, fastmath=True, cache=True, nogil=True)
