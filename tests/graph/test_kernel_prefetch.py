@@ -67,3 +67,23 @@ def test_a_negative_prefetch_distance_is_refused():
     with pytest.raises(ValueError, match="prefetch_edges must be >= 0, got -1"):
         kernels.csr_spmm(matrix.indptr.astype(np.int64), matrix.indices.astype(np.int32),
                          matrix.data, np.ones((10, 4), np.float32), 10, 1, prefetch_edges=-1)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_rows_of_the_narrow_width_take_the_fixed_width_kernel(dtype, monkeypatch):
+    width = kernels.NARROW_WIDTH
+    matrix = _matrix(500, 400, 8000, seed=width)
+    matrix.sum_duplicates()
+    x = np.random.default_rng(0).standard_normal((400, width)).astype(dtype)
+    args = (matrix.indptr.astype(np.int64), matrix.indices.astype(np.int32),
+            matrix.data.astype(dtype), x, 500, 2)
+    calls = []
+    real = kernels._csr_spmm_narrow
+    monkeypatch.setattr(kernels, "_csr_spmm_narrow", lambda *a: calls.append(1) or real(*a))
+    narrow = kernels.csr_spmm(*args)
+    generic = kernels._csr_spmm(*args[:3], x, np.empty_like(narrow), PREFETCH_EDGES)
+    assert calls == [1]
+    np.testing.assert_allclose(narrow, generic, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(narrow, matrix.astype(dtype) @ x, rtol=1e-5, atol=1e-6)
+    kernels.csr_spmm(*args[:3], np.ascontiguousarray(x[:, :width - 1]), 500, 2)
+    assert calls == [1]  # other widths: the general kernel
