@@ -175,7 +175,8 @@ class SAGELayer(nn.Module):
             return self(x, graph), None
         if self.transform_first:
             neigh = graph.aggregate(F.linear(x, self.lin_l.weight), self.aggr)
-            return neigh.add_(F.linear(x, self.lin_r.weight)), bias
+            # not in place: under no_grad the aggregate may be the graph's kept copy
+            return neigh + F.linear(x, self.lin_r.weight), bias
         neigh = graph.aggregate(x, self.aggr)
         if can_use_linear_sum(neigh) and x.dtype == neigh.dtype:
             return linear_sum([neigh, x], [self.lin_l.weight, self.lin_r.weight]), bias

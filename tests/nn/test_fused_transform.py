@@ -86,7 +86,8 @@ def test_only_float32_on_the_cpu_without_autocast():
 
 @pytest.mark.parametrize("model, layers", [("gcn", 2), ("sage", 2), ("gcn", 3), ("sage", 3)])
 @pytest.mark.parametrize("p", [0.5, 0.0])
-def test_gnn_is_the_same_with_and_without_the_fusion(model, layers, p, monkeypatch):
+@pytest.mark.parametrize("hidden", [32, 64])  # the first layer transforms / aggregates first
+def test_gnn_is_the_same_with_and_without_the_fusion(model, layers, p, hidden, monkeypatch):
     from gnnscale.nn import conv
 
     calls = []
@@ -99,7 +100,8 @@ def test_gnn_is_the_same_with_and_without_the_fusion(model, layers, p, monkeypat
                                          SingleCommunicator()).graph
     x = torch.from_numpy(data.x)
     torch.manual_seed(0)
-    net = GNN(model, data.num_features, 32, 4, num_layers=layers, dropout=p)
+    net = GNN(model, data.num_features, hidden, 4, num_layers=layers, dropout=p)
+    assert net.layers[0].transform_first == (hidden <= data.num_features)
     results = []
     for fuse in (True, False):
         net.fuse_activation = fuse
