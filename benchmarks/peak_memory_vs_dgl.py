@@ -52,14 +52,15 @@ VARIANTS = ("gnnscale", "gnnscale lean", "gnnscale kept", "gnnscale bf16", "dgl"
 DEFAULT_VARIANTS = tuple(v for v in VARIANTS if v != "gnnscale kept")
 
 
-def gnnscale_run(args, model: str, dropout: float, lean: bool, bf16: bool,
-                 kept: bool = False) -> tuple:
-    """(peak RSS MiB, median training step s) of ``gnnscale train`` in one process (``lean``:
-    freed memory returned; ``kept``: kept whatever the memory plan says; else its choice)."""
+def gnnscale_run(args, model: str, dropout: float, bf16: bool,
+                 retain_memory: str | None = None) -> tuple:
+    """(peak RSS MiB, median training step s) of ``gnnscale train`` in one process;
+    ``retain_memory``: ``GNNSCALE_RETAIN_MEMORY`` ("0": freed memory returned, "1": kept
+    whatever the memory plan says; None: the trainer's choice)."""
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
     env.pop("GNNSCALE_RETAIN_MEMORY", None)
-    if lean or kept:
-        env["GNNSCALE_RETAIN_MEMORY"] = "0" if lean else "1"
+    if retain_memory is not None:
+        env["GNNSCALE_RETAIN_MEMORY"] = retain_memory
     with tempfile.TemporaryDirectory() as tmp:
         metrics = Path(tmp) / "metrics.jsonl"
         subprocess.run([str(Path(sys.prefix) / "bin" / "gnnscale"), "train", "--dataset",
@@ -122,13 +123,12 @@ def main() -> None:
     for model in args.models:
         for dropout in args.dropouts:
             runners = {
-                "gnnscale": lambda: gnnscale_run(args, model, dropout, lean=False, bf16=False),
-                "gnnscale lean": lambda: gnnscale_run(args, model, dropout, lean=True,
-                                                      bf16=False),
-                "gnnscale kept": lambda: gnnscale_run(args, model, dropout, lean=False,
-                                                      bf16=False, kept=True),
-                "gnnscale bf16": lambda: gnnscale_run(args, model, dropout, lean=False,
-                                                      bf16=True),
+                "gnnscale": lambda: gnnscale_run(args, model, dropout, bf16=False),
+                "gnnscale lean": lambda: gnnscale_run(args, model, dropout, bf16=False,
+                                                      retain_memory="0"),
+                "gnnscale kept": lambda: gnnscale_run(args, model, dropout, bf16=False,
+                                                      retain_memory="1"),
+                "gnnscale bf16": lambda: gnnscale_run(args, model, dropout, bf16=True),
                 "dgl": lambda: dgl_run(args, python, model, dropout, tuned=False, bf16=False),
                 "dgl tuned": lambda: dgl_run(args, python, model, dropout, tuned=True,
                                              bf16=False),

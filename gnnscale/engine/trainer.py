@@ -82,7 +82,10 @@ class Trainer:
                 model, comm, bucket_mb=_bucket_mb(model), average=False,
                 broadcast_buffers=False, sync_parameters=False)
         self.epoch = 0
-        self._train_rows_of = self._train_rows_cache = None  # see _train_rows
+        # this rank's training rows and their labels, found once: selecting rows by index
+        # (its gradient an index_add) costs half of selecting by the boolean mask each step
+        rows = problem.masks["train"].nonzero().squeeze(1)
+        self._train_rows = (rows, problem.y.index_select(0, rows))
         self.history: list[EpochRecord] = []  # every epoch's record, kept across resumes
         retain_freed_memory()  # reuse each epoch's activation pages (see memory.py)
         torch.manual_seed(rank_seed(seed, comm.rank))
@@ -129,18 +132,8 @@ class Trainer:
         problem = self.problem
         with self._autocast():
             logits = module(problem.x, problem.graph)
-        rows, labels = self._train_rows()
+        rows, labels = self._train_rows
         return F.cross_entropy(logits.index_select(0, rows).float(), labels, reduction="sum")
-
-    def _train_rows(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """This rank's training rows and their labels, found once: selecting rows by index
-        (its gradient an index_add) costs half of selecting by the boolean mask each step."""
-        mask = self.problem.masks["train"]
-        if self._train_rows_of is not mask:
-            rows = mask.nonzero().squeeze(1)
-            self._train_rows_cache = (rows, self.problem.y.index_select(0, rows))
-            self._train_rows_of = mask
-        return self._train_rows_cache
 
     def _autocast(self):
         """bf16 autocast when ``compute_dtype`` asks for it, else a no-op context."""

@@ -69,7 +69,7 @@ def _words(key, chunk):  # pragma: no cover - compiled
 
 
 #: no bias for :func:`_masked_scale`
-NO_BIAS = np.empty(0, np.float32)
+_NO_BIAS = np.empty(0, np.float32)
 
 
 def tiled_bias(bias: np.ndarray) -> np.ndarray:
@@ -110,7 +110,7 @@ def _masked_scale(x, key, threshold, scale, relu, out, first_chunk, bias):  # pr
     """``out[i] = x[i] * scale`` where element i is kept (and, with relu, positive), else 0.
     ``x`` and ``out`` are float arrays or bf16 bits (uint16), each of its own type; ``x[0]``
     is element ``first_chunk * _CHUNK`` of the tensor the mask is drawn over. With a bias
-    (:func:`tiled_bias`, or :data:`NO_BIAS`) ``dropout(relu(x + bias))`` instead."""
+    (:func:`tiled_bias`, or :data:`_NO_BIAS`) ``dropout(relu(x + bias))`` instead."""
     n = x.shape[0]
     full = n // _CHUNK
     for chunk in prange(full):
@@ -189,7 +189,7 @@ def _apply(x: torch.Tensor, key: np.uint64, threshold: int, scale: float,
            relu: bool, dtype: torch.dtype) -> torch.Tensor:
     out = kernel_empty(x.numel(), dtype)
     _masked_scale(_flat(x), key, threshold, _scale_type(x.dtype)(scale), relu, out, 0,
-                  NO_BIAS)
+                  _NO_BIAS)
     return to_tensor(out, dtype).view(x.shape)
 
 

@@ -23,8 +23,7 @@ import math
 import numpy as np
 import torch
 
-from .dropout import (_CHUNK, NO_BIAS, _draw, _flat, _masked_scale, _relu_dropout_grad,
-                      tiled_bias)
+from .dropout import _CHUNK, _draw, _flat, _masked_scale, _relu_dropout_grad, tiled_bias
 
 #: bytes of activated rows per block: a few blocks fit the 2 MiB-per-core caches of this
 #: class of machine with room for the weight
@@ -69,7 +68,7 @@ def relu_dropout_linear(h: torch.Tensor, weight: torch.Tensor, p: float,
 def _activate(h_rows: torch.Tensor, first_row: int, key, threshold, scale, bias,
               out: torch.Tensor) -> torch.Tensor:
     """``dropout(relu(. + bias))`` of rows ``first_row...`` of the whole ``h``, into ``out``
-    (``bias`` from :func:`~gnnscale.nn.dropout.tiled_bias`, or ``NO_BIAS``)."""
+    (``bias`` from :func:`~gnnscale.nn.dropout.tiled_bias`)."""
     _masked_scale(_flat(h_rows), key, threshold, scale, True, _flat(out),
                   first_row * h_rows.shape[1] // _CHUNK, bias)
     return out
@@ -92,20 +91,21 @@ class _ReluDropoutLinear(torch.autograd.Function):
         h = h.detach().contiguous()
         weight = weight.detach()
         bias = None if bias is None else bias.detach()
-        tiled = NO_BIAS if bias is None else tiled_bias(bias.numpy())
+        # zeros without a bias: the gradient pass reads one either way
+        tiled = tiled_bias(np.zeros(1, np.float32) if bias is None else bias.numpy())
         out = h.new_empty((h.shape[0], weight.shape[0]))
         with torch.no_grad():
             for lo, hi, buffer in _blocks(h):
                 torch.mm(_activate(h[lo:hi], lo, key, threshold, scale, tiled, buffer[0]),
                          weight.t(), out=out[lo:hi])
         ctx.save_for_backward(h, weight, bias)
-        ctx.mask = (key, threshold, scale)
+        ctx.mask = (key, threshold, scale, tiled)
         return out
 
     @staticmethod
     def backward(ctx, grad):
         h, weight, bias = ctx.saved_tensors
-        key, threshold, scale = ctx.mask
+        key, threshold, scale, tiled = ctx.mask
         need_h, need_weight, need_bias = ctx.needs_input_grad[:3]
         need_pre = need_h or need_bias  # the gradient at the pre-activation
         grad = grad.contiguous()
@@ -115,7 +115,6 @@ class _ReluDropoutLinear(torch.autograd.Function):
         width = h.shape[1]
         no_values = np.empty(0, np.float32)
         ones = h.new_ones(block_rows(width)) if need_bias else None
-        tiled = tiled_bias(np.zeros(1, np.float32) if bias is None else bias.numpy())
         for lo, hi, buffer in _blocks(h, 1 + need_weight + (not need_h) if need_pre else 1):
             if not need_pre:  # W' = sum over blocks of G^T relu_dropout(h + b), activated again
                 grad_weight.addmm_(grad[lo:hi].t(),

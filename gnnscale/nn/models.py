@@ -155,7 +155,7 @@ class GNN(nn.Module):
                     x = fast_dropout(x, self.dropout, self.training,
                                      dtype=_rows_dtype(layer, half))
                 if self._bias_deferred(i, x, half):  # added in the next layer's fused pass
-                    h, bias = self.layers[i].forward_unbiased(x, graph)
+                    h, bias = layer.forward_unbiased(x, graph)
                 else:
                     h, bias = layer(x, graph), None
                 if len(self.skips):
@@ -186,20 +186,24 @@ class GNN(nn.Module):
         """Layer ``index`` on ``relu_dropout(h + bias)`` without forming the activation, or
         None where it cannot (the layer aggregates first, no such method, a skip needs its
         input, bf16)."""
-        fused = getattr(self.layers[index], "forward_activated", None)
-        if fused is None or not self.fuse_activation or len(self.skips) or half is not None:
+        if not self._may_fuse_into(index, half):
             return None
-        return fused(h, self.dropout, self.training, graph, bias)
+        return self.layers[index].forward_activated(h, self.dropout, self.training, graph, bias)
+
+    def _may_fuse_into(self, index: int, half) -> bool:
+        """Whether layer ``index`` may take its input activation fused (it has
+        ``forward_activated``, the fusion is on, no skip needs the activation, not bf16);
+        the layer itself still declines where it aggregates first or the rows do not suit."""
+        return (hasattr(self.layers[index], "forward_activated") and self.fuse_activation
+                and not len(self.skips) and half is None)
 
     def _bias_deferred(self, index: int, x: torch.Tensor, half) -> bool:
         """Whether layer ``index`` leaves its bias to the next layer's fused pass: that pass
-        runs (ReLU, no norm or skip, the next layer transforms first, float32 CPU rows) and
-        the layer can (:meth:`GCNLayer.forward_unbiased`)."""
-        if (index + 1 >= len(self.layers) or self.activation != "relu" or len(self.skips)
-                or not isinstance(self.norms[index], nn.Identity) or half is not None
-                or not self.fuse_activation):
+        runs (ReLU, no norm, the next layer may fuse and transforms first, float32 CPU rows)
+        and the layer can (:meth:`GCNLayer.forward_unbiased`)."""
+        if (index + 1 >= len(self.layers) or self.activation != "relu"
+                or not isinstance(self.norms[index], nn.Identity)
+                or not self._may_fuse_into(index + 1, half)):
             return False
-        following = self.layers[index + 1]
         return (hasattr(self.layers[index], "forward_unbiased")
-                and hasattr(following, "forward_activated")
-                and getattr(following, "transform_first", False) and can_fuse(x))
+                and getattr(self.layers[index + 1], "transform_first", False) and can_fuse(x))
