@@ -41,6 +41,7 @@ from .errors import PartitionError
 
 __all__ = ["DatasetShape", "plan_memory", "balanced_workload", "LOADING", "PARTITIONING",
            "BASELINE_BYTES", "RETAINED_GROWTH_PER_LAYER", "RETAINED_GROWTH_BOUND",
+           "RETAINED_GROWTH_BOUND_PER_LAYER", "RETAINED_GROWTH_BOUND_NO_DROPOUT",
            "retained_growth", "format_plan",
            "format_bytes", "partitioning_cost"]
 
@@ -93,24 +94,33 @@ PARTITIONING = {
 #: or evaluation step allocates and frees) when the allocator keeps freed pages for reuse
 #: (``gnnscale.engine.memory.retain_freed_memory``, faster steps): the holes between the step's
 #: differently sized tensors stay in the heap; what stays allocated (features, sparse blocks,
-#: weights, optimiser state) does not grow. Measured (``benchmarks/memory_plan_validation.py``,
-#: R-MAT 18, GCN and SAGE at 2 x 64, 2 x 256 and 3 x 256, dropout 0.5, 1, 2 and 4 ranks):
-#: retained minus lean peak RSS is 0.2-0.5 of the plan's step tensors with 2 layers and
-#: 0.3-1.2 with 3 (more tensors of different lifetimes, more holes), the most for SAGE 3 x 256
-#: in one process; without dropout (``benchmarks/peak_memory_vs_dgl.py``, 2 x 256, one
-#: process) up to 1.39 (SAGE). The expected figure adds :data:`RETAINED_GROWTH_PER_LAYER` of
-#: them per layer after the first; whether a retained heap fits is decided with
-#: :data:`RETAINED_GROWTH_BOUND` of them, or twice the expected growth where that is more
-#: (above every measured growth, so it errs towards the lean run: slower steps, never a heap
-#: that does not fit).
+#: weights, optimiser state, the raw features' aggregate on pages of its own) does not grow.
+#: Measured (``benchmarks/memory_plan_validation.py``, R-MAT 18, GCN and SAGE at 2 x 64,
+#: 2 x 256 and 3 x 256, dropout 0.5, 1, 2 and 4 ranks): retained minus lean peak RSS is up to
+#: 0.75 of the plan's step tensors with 2 layers (0.46 for GCN 2 x 256 in one process; 0.52 on
+#: R-MAT 21, ``benchmarks/peak_memory_vs_dgl.py``) and up to 1.2 with 3 (more tensors of
+#: different lifetimes, more holes); without dropout (``benchmarks/peak_memory_vs_dgl.py``,
+#: 2 x 256, one process) up to 1.2 (GCN), the kept heap settling by whole 256 MiB blocks
+#: run to run (GCN: 1,685-2,453 MiB over three runs). The expected figure adds :data:`RETAINED_GROWTH_PER_LAYER` of them per layer
+#: after the first; whether a retained heap fits is decided with the bound of
+#: :func:`retained_growth`: :data:`RETAINED_GROWTH_BOUND` of them with 2 layers and dropout,
+#: :data:`RETAINED_GROWTH_BOUND_PER_LAYER` more per further layer and
+#: :data:`RETAINED_GROWTH_BOUND_NO_DROPOUT` more without dropout, or twice the expected growth
+#: where that is more (above every measured growth, so it errs towards the lean run: slower
+#: steps, never a heap that does not fit).
 RETAINED_GROWTH_PER_LAYER = 0.3
-RETAINED_GROWTH_BOUND = 1.5
+RETAINED_GROWTH_BOUND = 1.0
+RETAINED_GROWTH_BOUND_PER_LAYER = 0.5
+RETAINED_GROWTH_BOUND_NO_DROPOUT = 1.0
 
 
-def retained_growth(layers: int) -> tuple[float, float]:
-    """(expected, bound): the fractions of a step's tensors a retained heap grows by."""
+def retained_growth(layers: int, dropout: float = 0.5) -> tuple[float, float]:
+    """(expected, bound): the fractions of a step's tensors a retained heap grows by, for a
+    model of ``layers`` layers trained with ``dropout``."""
     expected = RETAINED_GROWTH_PER_LAYER * max(1, layers - 1)
-    return expected, max(RETAINED_GROWTH_BOUND, 2.0 * expected)
+    bound = (RETAINED_GROWTH_BOUND + RETAINED_GROWTH_BOUND_PER_LAYER * max(0, layers - 2)
+             + (RETAINED_GROWTH_BOUND_NO_DROPOUT if dropout == 0.0 else 0.0))
+    return expected, max(bound, 2.0 * expected)
 
 
 #: bytes per local edge the engine keeps: the sparse block and its transpose (int32 column
@@ -196,29 +206,33 @@ def partitioning_cost(method: str) -> tuple[float, float, float]:
     return max(PARTITIONING.values())
 
 
-def _layer_floats(spec, layer: int, a: int, c: int) -> tuple[float, float]:
-    """(kept, transient) floats per owned node of one GCN/SAGE layer ``a -> c`` in training.
+def _layer_floats(spec, layer: int, a: int, c: int) -> tuple[float, float, float]:
+    """(kept, transient, constant) floats per owned node of one GCN/SAGE layer ``a -> c`` in
+    training.
 
     Kept until backward reaches the layer: what the weight gradient needs besides the input the
-    previous activation already keeps (aggregating first: the aggregate, and in the first layer
-    with input dropout also the raw features' aggregate that evaluation reuses; transforming
-    first, which ``order="auto"`` does when ``c <= a``: nothing, except the dropped-out raw
-    features of the first layer) and the layer's activated output (the last layer: its logits and their
+    previous activation already keeps (aggregating first: the aggregate of this step's input,
+    a dropped-out one in the first layer with input dropout; transforming first, which
+    ``order="auto"`` does when ``c <= a``: nothing, except the dropped-out raw features of the
+    first layer) and the layer's activated output (the last layer: its logits and their
     log-softmax). Transient: the layer's temporaries forward and its gradients backward, at
     most two rows of the wider width, and for SAGE one of the narrower besides (its second
-    product, the root weight's, has its own input and gradient).
+    product, the root weight's, has its own input and gradient). Constant: the first layer's
+    aggregate of the raw features when it aggregates first, computed once and kept on pages of
+    its own outside the heap (``gnnscale.graph.rank_graph``), reused by every evaluation and,
+    without input dropout, by every training step; it lives across steps and leaves no holes.
     """
     last = layer == spec.layers - 1
     transform_first = c <= a
-    if transform_first and (layer > 0 or spec.dropout == 0.0):
-        kept_in = 0.0
-    elif layer == 0 and not transform_first and spec.dropout > 0.0:
-        kept_in = 2.0 * a  # and evaluation's aggregate of the raw features, kept between
+    dropped_input = layer == 0 and spec.dropout > 0.0
+    constant = float(a) if layer == 0 and not transform_first else 0.0
+    if layer == 0:
+        kept_in = float(a) if dropped_input else 0.0
     else:
-        kept_in = float(a)
+        kept_in = 0.0 if transform_first else float(a)
     kept_out = 2.0 * c if last else float(c)
     second = float(min(a, c)) if spec.name == "sage" else 0.0
-    return kept_in + kept_out, 2.0 * max(a, c) + second
+    return kept_in + kept_out, 2.0 * max(a, c) + second, constant
 
 
 def _training_bytes(shape: DatasetShape, spec, work: dict) -> tuple[np.ndarray, ...]:
@@ -238,6 +252,7 @@ def _training_bytes(shape: DatasetShape, spec, work: dict) -> tuple[np.ndarray, 
     weights = float(sum(spec.layer_weights()))
     params = 16.0 * weights  # weights, gradients, Adam's two moments
     kept, largest, eval_live = np.zeros_like(n), np.zeros_like(n), np.zeros_like(n)
+    constant = np.zeros_like(n)
     heads = spec.heads or (1,) * spec.layers
     for layer, (a, c) in enumerate(zip(spec.widths[:-1], spec.widths[1:])):
         if spec.name == "gat":
@@ -253,11 +268,13 @@ def _training_bytes(shape: DatasetShape, spec, work: dict) -> tuple[np.ndarray, 
                                    + GAT_MESSAGE_BYTES)
             continue
         w = min(a, c)  # the aggregated (and exchanged) width
-        layer_kept, transient = _layer_floats(spec, layer, a, c)
+        layer_kept, transient, layer_constant = _layer_floats(spec, layer, a, c)
         kept += 4.0 * n * layer_kept
+        constant += 4.0 * n * layer_constant
         largest = np.maximum(largest, 4.0 * n * transient + 4.0 * halo * w)
-        eval_live = np.maximum(eval_live, 4.0 * n * (a + w + c) + 4.0 * halo * w)
-    static = data + blocks + params
+        aggregate = 0.0 if layer_constant else w  # a constant aggregate is counted above
+        eval_live = np.maximum(eval_live, 4.0 * n * (a + aggregate + c) + 4.0 * halo * w)
+    static = data + blocks + params + constant
     train_step = kept + largest
     eval_step = eval_live + 4.0 * n * spec.widths[-1] * 2
     return static + train_step, static + eval_step, train_step, eval_step
@@ -338,7 +355,7 @@ def plan_memory(shape: DatasetShape, spec, work: dict, *, partition_method: str 
 
     def retained(growth: float) -> np.ndarray:
         return (stacked + growth * steps).max(axis=0)
-    expected, bound = retained_growth(spec.layers)
+    expected, bound = retained_growth(spec.layers, spec.dropout)
     rank = int(np.argmax(per_rank))
     return {"phases": {k: np.asarray(phases[k], dtype=np.float64) for k in names},
             "per_rank_peak": per_rank,

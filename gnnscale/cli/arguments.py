@@ -110,7 +110,8 @@ def add_model_arguments(parser, *, planning: bool = False) -> None:
     """The GNN: layer type, depth, width, dropout, attention heads, norms.
 
     ``planning``: only what the time and memory models read (``--model`` among the models they
-    know, ``--layers``, ``--hidden``, ``--heads``, ``--out-heads``), for ``tune`` and ``plan``.
+    know, ``--layers``, ``--hidden``, ``--dropout``, ``--heads``, ``--out-heads``), for
+    ``tune`` and ``plan``.
     """
     if planning:
         from partitioning.cost_model import MODELS as names
@@ -121,9 +122,8 @@ def add_model_arguments(parser, *, planning: bool = False) -> None:
     model.add_argument("--model", default="gcn", choices=names, help="layer type")
     model.add_argument("--layers", type=positive_int, default=2, help="number of graph layers")
     model.add_argument("--hidden", type=positive_int, default=16, help="hidden width")
-    if not planning:
-        model.add_argument("--dropout", type=probability, default=0.5,
-                           help="dropout probability")
+    model.add_argument("--dropout", type=probability, default=0.5,
+                       help="dropout probability")
     model.add_argument("--heads", type=positive_int, default=8,
                        help="attention heads of hidden gat/gatv2 layers")
     model.add_argument("--out-heads", type=positive_int, default=1,

@@ -84,7 +84,7 @@ def model_spec(args, data):
 
     return ModelSpec.build(args.model, max(data.num_features, 1), args.hidden,
                            max(data.num_classes, 1), args.layers, heads=args.heads,
-                           out_heads=args.out_heads)
+                           out_heads=args.out_heads, dropout=args.dropout)
 
 
 def target_cluster(args, parts: int | None = None):

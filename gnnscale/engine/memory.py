@@ -13,9 +13,9 @@ process's resident memory stays at its peak (which the trainer reports anyway) i
 shrinking between epochs.
 
 The price is memory: a heap that is never returned also keeps the holes between a step's
-differently sized tensors, so training's peak grows by 0.2-0.5 of a step's tensors with 2
-layers, up to 1.2 with 3 and up to 1.39 without dropout (SAGE with layers of 256;
-``partitioning.memory_plan.retained_growth``). It is called by
+differently sized tensors, so training's peak grows by up to 0.75 of a step's tensors with 2
+layers and dropout, up to 1.2 with 3 or without dropout
+(``partitioning.memory_plan.retained_growth``). It is called by
 :class:`gnnscale.engine.Trainer`; :func:`keep_allocator_defaults` (called by ``gnnscale train``
 when the memory plan says the retained heap would not fit but the run itself does) or
 ``GNNSCALE_RETAIN_MEMORY=0`` keep the allocator's defaults. Other C libraries (musl, jemalloc
