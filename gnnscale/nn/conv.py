@@ -23,7 +23,7 @@ from torch.nn import functional as F
 
 from ..graph import RankGraph
 from .edge_ops import inner_first_edges, local_edges, scatter_max
-from .fused_transform import can_fuse, relu_dropout_linear
+from .fused_transform import PendingLinear, can_fuse, relu_dropout_linear
 from .tall_linear import can_use as can_use_linear_sum
 from .tall_linear import linear_sum
 
@@ -84,9 +84,13 @@ class GCNLayer(nn.Module):
     def forward_unbiased(self, x: torch.Tensor,
                          graph: RankGraph) -> tuple[torch.Tensor, torch.Tensor | None]:
         """``(forward(x) - bias, bias)``: the output without its bias, for a caller that adds
-        the bias in a pass of its own (:meth:`forward_activated` of the next layer)."""
+        the bias in a pass of its own (:meth:`forward_activated` of the next layer). Where the
+        layer aggregates first onto float32 CPU rows the output is a
+        :class:`~gnnscale.nn.fused_transform.PendingLinear` that pass forms itself."""
         if not self.transform_first:
             aggregate = graph.aggregate(x, "gcn")
+            if can_fuse(aggregate):
+                return PendingLinear([aggregate], [self.lin.weight]), self.bias
             if can_use_linear_sum(aggregate):
                 return linear_sum([aggregate], [self.lin.weight]), self.bias
             return F.linear(aggregate, self.lin.weight), self.bias
@@ -169,7 +173,8 @@ class SAGELayer(nn.Module):
 
     def forward_unbiased(self, x: torch.Tensor,
                          graph: RankGraph) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """As :meth:`GCNLayer.forward_unbiased` (the bias is ``lin_l``'s)."""
+        """As :meth:`GCNLayer.forward_unbiased` (the bias is ``lin_l``'s; aggregating first, the
+        pending product is of the aggregate and ``x``)."""
         bias = self.lin_l.bias
         if self.aggr == "max" or bias is None:
             return self(x, graph), None
@@ -178,8 +183,11 @@ class SAGELayer(nn.Module):
             # not in place: under no_grad the aggregate may be the graph's kept copy
             return neigh + F.linear(x, self.lin_r.weight), bias
         neigh = graph.aggregate(x, self.aggr)
+        pending = PendingLinear([neigh, x], [self.lin_l.weight, self.lin_r.weight])
+        if can_fuse(pending):
+            return pending, bias
         if can_use_linear_sum(neigh) and x.dtype == neigh.dtype:
-            return linear_sum([neigh, x], [self.lin_l.weight, self.lin_r.weight]), bias
+            return pending.materialize(), bias
         out = F.linear(neigh, self.lin_l.weight)
         return out.addmm_(x.to(out.dtype), self.lin_r.weight.t().to(out.dtype)), bias
 

@@ -11,6 +11,13 @@ gradient in the same sweep. The step moves one ``[N, F]`` tensor fewer each way 
 fewer for backward. The previous layer's bias ``b`` may ride in the same sweep: added to each
 element as it is read, rather than broadcast into (and summed over) an ``[N, F]`` tensor.
 
+``h`` itself may come as a :class:`PendingLinear`, ``sum_i x_i @ W_i^T``, the previous layer's
+products not yet formed (the first layer aggregating first: its aggregate, and for SAGE the
+raw features, times its weights). Forward forms ``h`` in one product as before; backward
+never forms ``h``'s gradient ``[N, F]``: each block's gradient at the pre-activation, still
+in cache, goes straight into the ``W_i`` gradients (and the ``x_i`` gradients' rows, where
+asked), sparing that tensor's write, its read by the weight-gradient product and its memory.
+
 Float32 on the CPU only (the callers fall back to the unfused pair otherwise); the mask, its
 key and the generator draws are those of :func:`~gnnscale.nn.dropout.relu_dropout`, so the
 results equal the unfused pair's up to the products' rounding.
@@ -37,8 +44,34 @@ def block_rows(width: int) -> int:
     return unit * max(1, BLOCK_BYTES // (4 * width * unit))
 
 
-def can_fuse(h: torch.Tensor) -> bool:
-    """Whether :func:`relu_dropout_linear` takes ``h`` (float32, CPU, 2-D, no autocast)."""
+class PendingLinear:
+    """``sum_i inputs[i] @ weights[i]^T`` (inputs ``[N, F_i]``, weights ``[O, F_i]``), not yet
+    computed: :func:`relu_dropout_linear` takes it as its ``h`` and forms it itself;
+    :meth:`materialize` forms it for any other use."""
+
+    def __init__(self, inputs: list[torch.Tensor], weights: list[torch.Tensor]):
+        if not inputs or len(inputs) != len(weights):
+            raise ValueError(f"a pending product needs as many weights as inputs (at least "
+                             f"one), got {len(inputs)} inputs and {len(weights)} weights")
+        self.inputs, self.weights = list(inputs), list(weights)
+
+    def materialize(self) -> torch.Tensor:
+        """The product as a tensor (:func:`~gnnscale.nn.tall_linear.linear_sum`)."""
+        from .tall_linear import linear_sum
+
+        return linear_sum(self.inputs, self.weights)
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.inputs[0].dtype
+
+
+def can_fuse(h) -> bool:
+    """Whether :func:`relu_dropout_linear` takes ``h`` (float32, CPU, 2-D, no autocast; a
+    :class:`PendingLinear` whose inputs all are)."""
+    if isinstance(h, PendingLinear):
+        return all(can_fuse(x) for x in h.inputs) and all(
+            w.dtype == torch.float32 for w in h.weights)
     return (h.dtype == torch.float32 and h.device.type == "cpu" and h.dim() == 2
             and cpu_autocast_dtype() is None)
 
@@ -52,17 +85,22 @@ def cpu_autocast_dtype() -> torch.dtype | None:
     return dtype if enabled else None
 
 
-def relu_dropout_linear(h: torch.Tensor, weight: torch.Tensor, p: float,
-                        training: bool = True, bias: torch.Tensor | None = None) -> torch.Tensor:
+def relu_dropout_linear(h, weight: torch.Tensor, p: float, training: bool = True,
+                        bias: torch.Tensor | None = None) -> torch.Tensor:
     """``F.linear(relu_dropout(h + bias, p, training), weight)`` without forming the activation.
 
-    ``h`` [N, F] float32 (see :func:`can_fuse`), ``weight`` [O, F], ``bias`` [F] or None (no
-    bias) -> [N, O]. Differentiable in all three."""
-    if training and p > 0.0 and h.numel() > 0:
+    ``h`` [N, F] float32 or a :class:`PendingLinear` of that shape (see :func:`can_fuse`),
+    ``weight`` [O, F], ``bias`` [F] or None (no bias) -> [N, O]. Differentiable in all of
+    them (a pending product in its inputs and weights)."""
+    pending = h if isinstance(h, PendingLinear) else PendingLinear([h], [None])
+    rows = pending.inputs[0].shape[0]
+    if training and p > 0.0 and rows > 0:
         key, threshold, scale = _draw(p)
     else:  # nothing dropped: ReLU alone (no draw, as relu_dropout)
         key, threshold, scale = np.uint64(0), 0, 1.0
-    return _ReluDropoutLinear.apply(h, weight, bias, key, threshold, np.float32(scale))
+    count = len(pending.inputs)
+    return _ReluDropoutLinear.apply(weight, bias, key, threshold, np.float32(scale), count,
+                                    *pending.inputs, *pending.weights)
 
 
 def _activate(h_rows: torch.Tensor, first_row: int, key, threshold, scale, bias,
@@ -85,10 +123,24 @@ def _blocks(h: torch.Tensor, buffers: int = 1):
         yield lo, hi, stack[:, :hi - lo]
 
 
+def _pre_activation(inputs, weights) -> torch.Tensor:
+    """``h``: the input itself (no weight), else ``sum_i x_i @ W_i^T`` in one output."""
+    if weights[0] is None:
+        return inputs[0].detach().contiguous()
+    h = torch.mm(inputs[0].detach(), weights[0].detach().t())
+    for x, w in zip(inputs[1:], weights[1:]):
+        h.addmm_(x.detach(), w.detach().t())
+    return h
+
+
 class _ReluDropoutLinear(torch.autograd.Function):
+    """Inputs: the next weight, the bias, the mask's key, threshold and scale, then ``count``
+    inputs ``x_i`` and their ``count`` weights ``W_i`` (one weight None: ``h = x_0``)."""
+
     @staticmethod
-    def forward(ctx, h, weight, bias, key, threshold, scale):
-        h = h.detach().contiguous()
+    def forward(ctx, weight, bias, key, threshold, scale, count, *pending):
+        inputs, weights = pending[:count], pending[count:]
+        h = _pre_activation(inputs, weights)
         weight = weight.detach()
         bias = None if bias is None else bias.detach()
         # zeros without a bias: the gradient pass reads one either way
@@ -98,20 +150,35 @@ class _ReluDropoutLinear(torch.autograd.Function):
             for lo, hi, buffer in _blocks(h):
                 torch.mm(_activate(h[lo:hi], lo, key, threshold, scale, tiled, buffer[0]),
                          weight.t(), out=out[lo:hi])
-        ctx.save_for_backward(h, weight, bias)
+        products = weights[0] is not None
+        saved = [x.detach() for x in inputs] if products else []
+        ctx.save_for_backward(h, weight, bias, *saved,
+                              *[w.detach() for w in weights if w is not None])
         ctx.mask = (key, threshold, scale, tiled)
+        ctx.count, ctx.products = count, products
         return out
 
     @staticmethod
     def backward(ctx, grad):
-        h, weight, bias = ctx.saved_tensors
+        h, weight, bias, *pending = ctx.saved_tensors
         key, threshold, scale, tiled = ctx.mask
-        need_h, need_weight, need_bias = ctx.needs_input_grad[:3]
-        need_pre = need_h or need_bias  # the gradient at the pre-activation
+        count, products = ctx.count, ctx.products
+        inputs, weights = pending[:count], pending[count:]
+        need_weight, need_bias = ctx.needs_input_grad[:2]
+        need_inputs = ctx.needs_input_grad[6:6 + count]
+        need_weights = ctx.needs_input_grad[6 + count:] if products else ()
+        need_h = not products and need_inputs[0]
+        # the gradient at the pre-activation, per block
+        need_pre = need_h or need_bias or any(need_inputs) or any(need_weights)
         grad = grad.contiguous()
         grad_h = torch.empty_like(h) if need_h else None
         grad_weight = torch.zeros_like(weight) if need_weight else None
         grad_bias = torch.zeros_like(bias) if need_bias else None
+        # products: inputs' gradients by rows; weights' as (x^T G_pre)^T (tall_linear's order)
+        grad_inputs = [torch.empty_like(x) if need and products else None
+                       for x, need in zip(inputs, need_inputs)]
+        grad_weights_t = [x.new_zeros((x.shape[1], w.shape[0])) if need else None
+                          for x, w, need in zip(inputs, weights, need_weights)]
         width = h.shape[1]
         no_values = np.empty(0, np.float32)
         ones = h.new_ones(block_rows(width)) if need_bias else None
@@ -134,5 +201,13 @@ class _ReluDropoutLinear(torch.autograd.Function):
                 grad_weight.addmm_(grad[lo:hi].t(), values)
             if need_bias:  # a product with ones: faster than sum(0) over the cached block
                 grad_bias.addmv_(grad_pre.t(), ones[:hi - lo])
-        return grad_h, grad_weight, grad_bias, None, None, None
-
+            for x, w, grad_x, grad_w_t in zip(inputs, weights, grad_inputs, grad_weights_t):
+                if grad_w_t is not None:
+                    grad_w_t.addmm_(x[lo:hi].t(), grad_pre)
+                if grad_x is not None:
+                    torch.mm(grad_pre, w, out=grad_x[lo:hi])
+        if products:
+            grads = [*grad_inputs, *[g.t() if g is not None else None for g in grad_weights_t]]
+        else:
+            grads = [grad_h, None]
+        return grad_weight, grad_bias, None, None, None, None, *grads

@@ -22,7 +22,7 @@ from ..graph import RankGraph
 from .conv import GCNLayer, SAGELayer
 from .dropout import dropout as fast_dropout
 from .dropout import relu_dropout
-from .fused_transform import can_fuse, cpu_autocast_dtype
+from .fused_transform import PendingLinear, can_fuse, cpu_autocast_dtype
 from .gat import GATLayer, GATv2Layer
 from .gin import GINLayer
 from .norms import NORMS, make_norm
@@ -170,6 +170,8 @@ class GNN(nn.Module):
                     if fused is not None:  # the next layer's output
                         h, bias = fused, None
                         continue
+                    if isinstance(h, PendingLinear):  # the next layer declined after all
+                        h = h.materialize()
                     if bias is not None:
                         h, bias = h + bias, None
                     # the activation and the next layer's input dropout in one pass

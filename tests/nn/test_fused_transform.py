@@ -18,7 +18,8 @@ from gnnscale.engine import LocalProblem
 from gnnscale.nn import GNN
 from gnnscale.nn import dropout as dropout_module
 from gnnscale.nn.dropout import _CHUNK
-from gnnscale.nn.fused_transform import block_rows, can_fuse, relu_dropout_linear
+from gnnscale.nn.fused_transform import (PendingLinear, block_rows, can_fuse,
+                                         relu_dropout_linear)
 
 
 @pytest.mark.parametrize("rows, width, out, p", [
@@ -54,12 +55,58 @@ def test_equals_relu_dropout_then_linear(rows, width, out, p, needs, with_bias):
     fused.backward(grad)
     assert dropout_module.get_state() == state_after_reference  # the same draws
     torch.testing.assert_close(fused, reference, rtol=1e-5, atol=1e-5)
+    _assert_gradients(leaves, expected, atol=1e-4)
+
+
+def _assert_gradients(leaves, expected, atol):
+    """Each leaf's gradient as expected (None: the leaf got none). Sums over rows (W', the
+    bias's gradient): float32 rounding grows with the rows."""
     for tensor, want in zip(leaves, expected):
         if want is None:
             assert tensor.grad is None
         else:
-            # sums over rows (W', the bias's gradient): float32 rounding grows with the rows
-            torch.testing.assert_close(tensor.grad, want, rtol=1e-4, atol=1e-4)
+            torch.testing.assert_close(tensor.grad, want, rtol=1e-4, atol=atol)
+
+
+@pytest.mark.parametrize("rows, widths, hidden, out, p", [
+    (3000, (24,), 256, 16, 0.5),      # GCN's first layer: the aggregate times its weight
+    (5000, (24, 24), 100, 7, 0.3),    # SAGE's: aggregate and root, a width not dividing chunks
+    (1, (3, 5), 8, 2, 0.5),
+    (0, (4,), 8, 3, 0.5),             # a rank that owns no rows
+])
+@pytest.mark.parametrize("input_grads", [False, True])
+def test_a_pending_product_equals_forming_it_first(rows, widths, hidden, out, p, input_grads):
+    """The previous layer's products formed inside the pass: the same output and gradients
+    (inputs', weights', bias's, the next weight's) as forming ``h`` and then the pass."""
+    gen = torch.Generator().manual_seed(rows + len(widths))
+    inputs = [torch.randn(rows, w, generator=gen).requires_grad_(input_grads) for w in widths]
+    weights = [torch.randn(hidden, w, generator=gen).requires_grad_() for w in widths]
+    bias = torch.randn(hidden, generator=gen).requires_grad_()
+    weight = torch.randn(out, hidden, generator=gen).requires_grad_()
+    grad = torch.randn(rows, out, generator=gen)
+    leaves = [*inputs, *weights, bias, weight]
+    dropout_module.manual_seed(3)
+    h = sum(F.linear(x, w) for x, w in zip(inputs, weights))
+    reference = F.linear(dropout_module.relu_dropout(h + bias, p, True), weight)
+    reference.backward(grad)
+    expected = [t.grad.clone() if t.requires_grad else None for t in leaves]
+    for tensor in leaves:
+        tensor.grad = None
+    dropout_module.manual_seed(3)
+    pending = PendingLinear(inputs, weights)
+    assert can_fuse(pending)
+    fused = relu_dropout_linear(pending, weight, p, True, bias)
+    fused.backward(grad)
+    torch.testing.assert_close(fused, reference, rtol=1e-4, atol=1e-4)
+    _assert_gradients(leaves, expected, atol=1e-3)
+    torch.testing.assert_close(pending.materialize(), h)
+
+
+def test_a_pending_product_needs_a_weight_per_input():
+    with pytest.raises(ValueError, match="as many weights as inputs"):
+        PendingLinear([torch.ones(2, 2)], [])
+    assert not can_fuse(PendingLinear([torch.ones(2, 2, dtype=torch.float64)],
+                                      [torch.ones(3, 2, dtype=torch.float64)]))
 
 
 def test_evaluation_is_relu_alone_and_draws_nothing():
