@@ -8,6 +8,7 @@ the same step as one process on the whole graph would.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import math
 import resource
@@ -49,7 +50,9 @@ class Trainer:
     """Trains ``model`` on this rank's :class:`LocalProblem`.
 
     Args:
-        model: a module called as ``model(x, graph)`` returning logits for owned rows.
+        model: a module called as ``model(x, graph)`` returning logits for owned rows; where
+            its ``forward`` also takes ``rows`` (as :class:`gnnscale.nn.GNN`'s does) training
+            asks it for the training rows' logits only.
         problem: this rank's graph, features, labels and masks.
         comm: the communicator of the job.
         lr: Adam learning rate (default 0.01).
@@ -86,6 +89,8 @@ class Trainer:
         # (its gradient an index_add) costs half of selecting by the boolean mask each step
         rows = problem.masks["train"].nonzero().squeeze(1)
         self._train_rows = (rows, problem.y.index_select(0, rows))
+        # a model whose forward takes ``rows`` (gnnscale.nn.GNN) returns those logits only
+        self._model_selects_rows = "rows" in inspect.signature(model.forward).parameters
         self.history: list[EpochRecord] = []  # every epoch's record, kept across resumes
         retain_freed_memory()  # reuse each epoch's activation pages (see memory.py)
         torch.manual_seed(rank_seed(seed, comm.rank))
@@ -130,10 +135,13 @@ class Trainer:
         """Forward through ``module`` (the model, or its DataParallel wrapper) and the summed
         float32 cross-entropy over this rank's training nodes."""
         problem = self.problem
-        with self._autocast():
-            logits = module(problem.x, problem.graph)
         rows, labels = self._train_rows
-        return F.cross_entropy(logits.index_select(0, rows).float(), labels, reduction="sum")
+        with self._autocast():
+            if self._model_selects_rows:  # the last layer computes the loss's rows only
+                logits = module(problem.x, problem.graph, rows=rows)
+            else:
+                logits = module(problem.x, problem.graph).index_select(0, rows)
+        return F.cross_entropy(logits.float(), labels, reduction="sum")
 
     def _autocast(self):
         """bf16 autocast when ``compute_dtype`` asks for it, else a no-op context."""

@@ -7,6 +7,8 @@ kind.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import scipy.sparse as sp
 import torch
@@ -71,6 +73,31 @@ class LocalGraph(RankGraph):
             return StaleAggregate.apply(owned, inner, boundary, self.halo_plan, policy, slot)
         out = aggregate(owned, inner, boundary, self.halo_plan)
         return self._remember_constant(owned, kind, out)
+
+    def aggregate_rows(self, owned: torch.Tensor, kind: str, rows: torch.Tensor) -> torch.Tensor:
+        """Rows ``rows`` of :meth:`aggregate`, computed alone: the blocks' rows ``rows``
+        (built once per kind and rows tensor) times ``[owned; halo]``, the halo exchanged as
+        for every row. Training's last layer needs only the loss's rows, so its product
+        and its transposed product backward read only their edges. An input that needs no
+        gradient (its full aggregate may be kept) or a staleness policy at work takes every
+        row and selects."""
+        if not owned.requires_grad or self.active_policy() is not None:
+            return super().aggregate_rows(owned, kind, rows)
+        inner, boundary = self._row_blocks(kind, rows)
+        return aggregate(owned, inner, boundary, self.halo_plan)
+
+    def _row_blocks(self, kind: str, rows: torch.Tensor) -> tuple[SparseBlock, SparseBlock]:
+        """(inner, boundary) blocks of rows ``rows`` of the ``kind``-normalised adjacency,
+        kept for the last rows tensor asked for (the trainer passes the same one each step)."""
+        key = ("rows", kind)
+        cached = self._blocks.get(key)
+        if cached is not None and cached[0]() is rows and cached[1] == rows._version:
+            return cached[2]
+        matrix = self._weighted(kind)[rows.cpu().numpy()]
+        blocks = (SparseBlock(matrix[:, :self.num_owned], self.dtype, self.device),
+                  SparseBlock(matrix[:, self.num_owned:], self.dtype, self.device))
+        self._blocks[key] = (weakref.ref(rows), rows._version, blocks)
+        return blocks
 
     def gather_with_halo(self, owned: torch.Tensor) -> torch.Tensor:
         """``[owned; halo]`` rows (differentiable), for layers that need source features."""

@@ -81,6 +81,13 @@ class RankGraph(abc.ABC):
         """(2, E) local edge index: row 0 the source column in ``[0, num_local)``, row 1 the
         owned destination row."""
 
+    def aggregate_rows(self, owned: torch.Tensor, kind: str, rows: torch.Tensor) -> torch.Tensor:
+        """Rows ``rows`` (int64 owned row indices) of :meth:`aggregate`: ``[len(rows), F]``,
+        differentiable; collective (every rank calls it, each with its own rows). This
+        default aggregates every row and selects; a graph may compute only the rows asked
+        for (:meth:`LocalGraph.aggregate_rows`)."""
+        return self.aggregate(owned, kind).index_select(0, rows)
+
     # -- shared by both graph kinds -----------------------------------------------------
     def active_policy(self):
         """The staleness policy inside a training step with peers, else None (exact)."""

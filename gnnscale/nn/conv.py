@@ -39,6 +39,16 @@ def _transform_first(order: str, in_dim: int, out_dim: int) -> bool:
     return order == "transform_first"
 
 
+def aggregate_rows(graph: RankGraph, x: torch.Tensor, kind: str,
+                   rows: torch.Tensor | None) -> torch.Tensor:
+    """``graph.aggregate(x, kind)``, or only its rows ``rows`` where given."""
+    return graph.aggregate(x, kind) if rows is None else graph.aggregate_rows(x, kind, rows)
+
+
+def _select(x: torch.Tensor, rows: torch.Tensor | None) -> torch.Tensor:
+    return x if rows is None else x.index_select(0, rows)
+
+
 class GCNLayer(nn.Module):
     r"""Graph convolution of Kipf & Welling, "Semi-Supervised Classification with Graph
     Convolutional Networks" (ICLR 2017):
@@ -75,10 +85,16 @@ class GCNLayer(nn.Module):
     #: half width and sums in float32, and its transform would round them to bf16 anyway
     takes_half_rows = True
 
-    def forward(self, x: torch.Tensor, graph: RankGraph) -> torch.Tensor:
+    #: ``forward``/``forward_activated`` take ``rows``: only those output rows are computed
+    takes_output_rows = True
+
+    def forward(self, x: torch.Tensor, graph: RankGraph,
+                rows: torch.Tensor | None = None) -> torch.Tensor:
+        """``rows`` (int64 owned rows, or None for all): the output's rows to compute, e.g.
+        the loss's in training (their aggregation reads only their edges)."""
         if not self.transform_first:  # the bias rides in the GEMM (addmm)
-            return F.linear(graph.aggregate(x, "gcn"), self.lin.weight, self.bias)
-        out = graph.aggregate(self.lin(x), "gcn")
+            return F.linear(aggregate_rows(graph, x, "gcn", rows), self.lin.weight, self.bias)
+        out = aggregate_rows(graph, self.lin(x), "gcn", rows)
         return out + self.bias if self.bias is not None else out
 
     def forward_unbiased(self, x: torch.Tensor,
@@ -97,14 +113,16 @@ class GCNLayer(nn.Module):
         return graph.aggregate(self.lin(x), "gcn"), self.bias
 
     def forward_activated(self, h: torch.Tensor, p: float, training: bool, graph: RankGraph,
-                          bias: torch.Tensor | None = None) -> torch.Tensor | None:
+                          bias: torch.Tensor | None = None,
+                          rows: torch.Tensor | None = None) -> torch.Tensor | None:
         """This layer on ``relu_dropout(h + bias, p, training)`` with the activation never
         formed (:func:`~gnnscale.nn.fused_transform.relu_dropout_linear`; ``bias`` is the
         previous layer's, deferred by its :meth:`forward_unbiased`), where the layer transforms
-        first and ``h`` is float32 on the CPU; else None."""
+        first and ``h`` is float32 on the CPU; else None. ``rows`` as for :meth:`forward`."""
         if not self.transform_first or not can_fuse(h):
             return None
-        out = graph.aggregate(relu_dropout_linear(h, self.lin.weight, p, training, bias), "gcn")
+        out = aggregate_rows(graph, relu_dropout_linear(h, self.lin.weight, p, training, bias),
+                             "gcn", rows)
         return out + self.bias if self.bias is not None else out
 
     def extra_repr(self) -> str:
@@ -154,22 +172,27 @@ class SAGELayer(nn.Module):
         rows with torch's index operations)."""
         return self.aggr != "max"
 
-    def forward(self, x: torch.Tensor, graph: RankGraph) -> torch.Tensor:
+    #: as :attr:`GCNLayer.takes_output_rows`
+    takes_output_rows = True
+
+    def forward(self, x: torch.Tensor, graph: RankGraph,
+                rows: torch.Tensor | None = None) -> torch.Tensor:
+        """``rows`` as for :meth:`GCNLayer.forward` (max aggregates every row and selects)."""
         if self.aggr == "max":
-            return self._forward_max(x, graph)
+            return _select(self._forward_max(x, graph), rows)
         if self.transform_first:
             # two GEMMs rather than one into [N, 2 F_out]: slicing that would take a copy
             # forward and two zero-filled [N, 2 F_out] gradients backward; the bias rides in
             # the root transform
-            neigh = graph.aggregate(F.linear(x, self.lin_l.weight), self.aggr)
-            return neigh + F.linear(x, self.lin_r.weight, self.lin_l.bias)
+            neigh = aggregate_rows(graph, F.linear(x, self.lin_l.weight), self.aggr, rows)
+            return neigh + F.linear(_select(x, rows), self.lin_r.weight, self.lin_l.bias)
         # aggregate @ W_l^T + b, then x @ W_r^T added into it in place: no [N, 2 F_in] copy of
         # [aggregate | x] kept for backward, no gradient of it split backward; autograd keeps
         # the aggregate (x is kept by whatever produced it)
-        neigh = graph.aggregate(x, self.aggr)
+        neigh = aggregate_rows(graph, x, self.aggr, rows)
         out = F.linear(neigh, self.lin_l.weight, self.lin_l.bias)
         # in-place ops are not autocast: the root product takes the output's dtype itself
-        return out.addmm_(x.to(out.dtype), self.lin_r.weight.t().to(out.dtype))
+        return out.addmm_(_select(x, rows).to(out.dtype), self.lin_r.weight.t().to(out.dtype))
 
     def forward_unbiased(self, x: torch.Tensor,
                          graph: RankGraph) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -192,15 +215,16 @@ class SAGELayer(nn.Module):
         return out.addmm_(x.to(out.dtype), self.lin_r.weight.t().to(out.dtype)), bias
 
     def forward_activated(self, h: torch.Tensor, p: float, training: bool, graph: RankGraph,
-                          bias: torch.Tensor | None = None) -> torch.Tensor | None:
+                          bias: torch.Tensor | None = None,
+                          rows: torch.Tensor | None = None) -> torch.Tensor | None:
         """As :meth:`GCNLayer.forward_activated`: both transforms in one product with the
         weights stacked, where the layer transforms first (mean and sum); else None."""
         if not self.transform_first or not can_fuse(h):
             return None
         weights = torch.cat([self.lin_l.weight, self.lin_r.weight])
         both = relu_dropout_linear(h, weights, p, training, bias)
-        neigh = graph.aggregate(both[:, :self.out_dim].contiguous(), self.aggr)
-        root = both[:, self.out_dim:]
+        neigh = aggregate_rows(graph, both[:, :self.out_dim].contiguous(), self.aggr, rows)
+        root = _select(both, rows)[:, self.out_dim:]
         return neigh + (root + self.lin_l.bias if self.lin_l.bias is not None else root)
 
     def _forward_max(self, x: torch.Tensor, graph: RankGraph) -> torch.Tensor:

@@ -143,12 +143,18 @@ class GNN(nn.Module):
     #: the activation as a tensor
     fuse_activation = True
 
-    def forward(self, x: torch.Tensor, graph: RankGraph) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, graph: RankGraph,
+                rows: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits of every owned row, or of rows ``rows`` only (int64 owned row indices, e.g.
+        the loss's: the last layer then computes only those where it can, its aggregation
+        reading only their edges; otherwise every row is computed and these selected)."""
         act = ACTIVATIONS[self.activation]
         half = _autocast_bf16(x)
         dropped = False  # x already went through the next layer's input dropout
         h = None  # this layer's output, where the previous step computed it (fused)
         bias = None  # a bias still to be added to h (by the next layer's fused pass)
+        last = len(self.layers) - 1
+        last_rows = rows if rows is not None and self._takes_rows(last) else None
         for i, layer in enumerate(self.layers):
             if h is None:
                 if not dropped:
@@ -156,6 +162,8 @@ class GNN(nn.Module):
                                      dtype=_rows_dtype(layer, half))
                 if self._bias_deferred(i, x, half):  # added in the next layer's fused pass
                     h, bias = layer.forward_unbiased(x, graph)
+                elif i == last and last_rows is not None:
+                    h, bias = layer(x, graph, rows=last_rows), None
                 else:
                     h, bias = layer(x, graph), None
                 if len(self.skips):
@@ -166,7 +174,8 @@ class GNN(nn.Module):
                 if not isinstance(norm, nn.Identity):
                     h = norm(h, graph)
                 if self.activation == "relu":
-                    fused = self._next_layer_on_activated(i + 1, h, half, graph, bias)
+                    fused = self._next_layer_on_activated(
+                        i + 1, h, half, graph, bias, last_rows if i + 1 == last else None)
                     if fused is not None:  # the next layer's output
                         h, bias = fused, None
                         continue
@@ -181,16 +190,27 @@ class GNN(nn.Module):
                 else:
                     h = act(h)
             x, h = h, None
+        if rows is not None and last_rows is None:
+            x = x.index_select(0, rows)
         return x
 
+    def _takes_rows(self, index: int) -> bool:
+        """Whether layer ``index`` computes a subset of its output rows itself (no skip adds
+        its whole input to it)."""
+        return getattr(self.layers[index], "takes_output_rows", False) and not len(self.skips)
+
     def _next_layer_on_activated(self, index: int, h: torch.Tensor, half, graph: RankGraph,
-                                 bias: torch.Tensor | None = None):
-        """Layer ``index`` on ``relu_dropout(h + bias)`` without forming the activation, or
-        None where it cannot (the layer aggregates first, no such method, a skip needs its
-        input, bf16)."""
+                                 bias: torch.Tensor | None = None,
+                                 rows: torch.Tensor | None = None):
+        """Layer ``index`` on ``relu_dropout(h + bias)`` without forming the activation (its
+        output rows ``rows`` only, where given), or None where it cannot (the layer
+        aggregates first, no such method, a skip needs its input, bf16)."""
         if not self._may_fuse_into(index, half):
             return None
-        return self.layers[index].forward_activated(h, self.dropout, self.training, graph, bias)
+        layer = self.layers[index]
+        if rows is None:
+            return layer.forward_activated(h, self.dropout, self.training, graph, bias)
+        return layer.forward_activated(h, self.dropout, self.training, graph, bias, rows=rows)
 
     def _may_fuse_into(self, index: int, half) -> bool:
         """Whether layer ``index`` may take its input activation fused (it has
