@@ -15,7 +15,8 @@ part ``p`` with ``N_p`` owned nodes, ``E_p`` local edges, ``H_p`` halo rows):
 * ``setup``: building a rank's part: the graph (in memory: every rank loaded it) plus the
   local CSR blocks, built in a transient COO form (``SETUP_BYTES_PER_EDGE``).
 * ``train``: the part's features, labels and masks; the local sparse blocks and their
-  transposes (``BLOCK_BYTES_PER_EDGE`` per local edge); for every layer what autograd keeps
+  transposes (``BLOCK_BYTES_PER_EDGE`` per local edge, ``ROW_BLOCK_BYTES_PER_EDGE`` more per
+  edge into a training row for the last layer's blocks of those rows); for every layer what autograd keeps
   for backward (:func:`_layer_floats`: the aggregate when a layer aggregates first, the
   activated output; GAT: ``4 N_p (a + w + 2 c)`` per node and two floats per edge and head,
   ``8 (E_p + N_p) H``, its messages never held whole); weights, gradients and Adam's two
@@ -130,6 +131,10 @@ BLOCK_BYTES_PER_EDGE = 24.0
 #: of which the part view's int64 local CSR index (the rest is built by a layer's first
 #: aggregation, which GAT never asks for)
 VIEW_BYTES_PER_EDGE = 8.0
+#: bytes per local edge into a training row kept for training's last layer, which aggregates
+#: only the loss's rows (``LocalGraph.aggregate_rows``): the blocks of those rows and their
+#: transposes (int32 index and float32 value each)
+ROW_BLOCK_BYTES_PER_EDGE = 16.0
 #: transient bytes per local edge while the blocks are built (int64 rows/cols, float64 weights)
 SETUP_BYTES_PER_EDGE = 32.0
 #: GAT's int64 edge lists (``gnnscale.nn.edge_ops``, cached per graph): the local edges, the
@@ -248,7 +253,9 @@ def _training_bytes(shape: DatasetShape, spec, work: dict) -> tuple[np.ndarray, 
         lists = GAT_INDEX_BYTES_PER_EDGE * (1.0 if int(work["num_parts"]) > 1 else 2.0 / 3.0)
         blocks = VIEW_BYTES_PER_EDGE * local_edges + lists * (local_edges + n)
     else:
-        blocks = BLOCK_BYTES_PER_EDGE * (local_edges + (n if spec.name == "gcn" else 0))
+        rows = local_edges + (n if spec.name == "gcn" else 0)  # GCN's self-loops
+        train_share = np.minimum(1.0, np.asarray(work["train_nodes"]) / np.maximum(n, 1.0))
+        blocks = (BLOCK_BYTES_PER_EDGE + ROW_BLOCK_BYTES_PER_EDGE * train_share) * rows
     weights = float(sum(spec.layer_weights()))
     params = 16.0 * weights  # weights, gradients, Adam's two moments
     kept, largest, eval_live = np.zeros_like(n), np.zeros_like(n), np.zeros_like(n)

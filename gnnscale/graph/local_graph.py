@@ -93,9 +93,8 @@ class LocalGraph(RankGraph):
         cached = self._blocks.get(key)
         if cached is not None and cached[0]() is rows and cached[1] == rows._version:
             return cached[2]
-        matrix = self._weighted(kind)[rows.cpu().numpy()]
-        blocks = (SparseBlock(matrix[:, :self.num_owned], self.dtype, self.device),
-                  SparseBlock(matrix[:, self.num_owned:], self.dtype, self.device))
+        chosen = rows.cpu().numpy()
+        blocks = tuple(block.take_rows(chosen) for block in self.blocks(kind))
         self._blocks[key] = (weakref.ref(rows), rows._version, blocks)
         return blocks
 

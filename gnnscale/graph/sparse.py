@@ -118,6 +118,22 @@ class SparseBlock:
         del matrix
         self._transpose = _CSR(transposed, dtype)
 
+    def take_rows(self, rows: np.ndarray) -> "SparseBlock":
+        """The block of rows ``rows`` (int64, in that order), from this block's own arrays
+        (the same stored values; no full-size temporary)."""
+        forward = self._forward
+        rows = np.asarray(rows, dtype=np.int64)
+        starts = forward.indptr[rows]
+        lengths = forward.indptr[rows + 1] - starts
+        indptr = np.zeros(rows.size + 1, dtype=np.int64)
+        np.cumsum(lengths, out=indptr[1:])
+        positions = np.repeat(starts - indptr[:-1], lengths) + np.arange(indptr[-1])
+        values = forward.values[forward._stored][positions]
+        matrix = sp.csr_matrix((values, forward.indices[positions], indptr),
+                               shape=(rows.size, self.shape[1]))
+        dtype = torch.float64 if forward._stored == np.float64 else torch.float32
+        return SparseBlock(matrix, dtype)
+
     @property
     def nbytes(self) -> int:
         """Bytes held by both orientations (row pointers, indices, values of every dtype)."""

@@ -159,3 +159,20 @@ def test_cache_does_not_keep_a_dead_input_or_its_aggregate():
     gc.collect()
     assert "gcn" not in graph._constant_cache  # neither the input nor `out` is held
     assert out.shape == x.shape
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_a_block_of_some_rows_equals_those_rows_of_the_matrix(dtype):
+    matrix = _matrix(rows=400, cols=150, seed=3)
+    block = SparseBlock(matrix, dtype)
+    rows = np.array([399, 0, 17, 17, 250, 3], dtype=np.int64)  # any order, repeats allowed
+    part = block.take_rows(rows)
+    assert part.shape == (rows.size, 150) and part.nnz == matrix[rows].nnz
+    dense = torch.randn(150, 5, dtype=dtype)
+    want = torch.from_numpy(matrix[rows].astype(np.float32 if dtype == torch.float32
+                                                else np.float64).toarray()) @ dense
+    torch.testing.assert_close(part.matmul(dense), want)
+    back = torch.randn(rows.size, 5, dtype=dtype)
+    torch.testing.assert_close(part.matmul_transposed(back),
+                               want.new_tensor(matrix[rows].toarray()).t() @ back)
+    assert block.take_rows(np.zeros(0, np.int64)).nnz == 0
