@@ -98,12 +98,12 @@ PARTITIONING = {
 #: weights, optimiser state, the raw features' aggregate on pages of its own) does not grow.
 #: Measured (``benchmarks/memory_plan_validation.py``, R-MAT 18, GCN and SAGE at 2 x 64,
 #: 2 x 256 and 3 x 256, dropout 0.5, 1, 2 and 4 ranks): retained minus lean peak RSS is up to
-#: 0.75 of the plan's step tensors with 2 layers (0.46 for GCN 2 x 256 in one process; 0.52 on
+#: 0.75 of the plan's step tensors with 2 layers (0.46 for GCN 2 x 256 in one process; 0.61 on
 #: R-MAT 21, ``benchmarks/peak_memory_vs_dgl.py``) and up to 1.2 with 3 (more tensors of
 #: different lifetimes, more holes); without dropout (``benchmarks/peak_memory_vs_dgl.py``,
-#: 2 x 256, one process) up to 1.2 (GCN), the kept heap settling by whole 256 MiB blocks
-#: run to run (GCN: 1,685-2,453 MiB over three runs). The expected figure adds :data:`RETAINED_GROWTH_PER_LAYER` of them per layer
-#: after the first; whether a retained heap fits is decided with the bound of
+#: 2 x 256, one process) 0.83-0.85 in the committed run, the kept heap settling by whole
+#: 256 MiB blocks, so a run may land a block or two higher. The expected figure adds
+#: :data:`RETAINED_GROWTH_PER_LAYER` of them per layer after the first; whether a retained heap fits is decided with the bound of
 #: :func:`retained_growth`: :data:`RETAINED_GROWTH_BOUND` of them with 2 layers and dropout,
 #: :data:`RETAINED_GROWTH_BOUND_PER_LAYER` more per further layer and
 #: :data:`RETAINED_GROWTH_BOUND_NO_DROPOUT` more without dropout, or twice the expected growth
