@@ -99,7 +99,7 @@ PARTITIONING = {
 #: Measured (``benchmarks/memory_plan_validation.py``, R-MAT 18, GCN and SAGE at 2 x 64,
 #: 2 x 256 and 3 x 256, dropout 0.5, 1, 2 and 4 ranks): retained minus lean peak RSS is up to
 #: 0.75 of the plan's step tensors with 2 layers (0.46 for GCN 2 x 256 in one process; 0.61 on
-#: R-MAT 21, ``benchmarks/peak_memory_vs_dgl.py``) and up to 1.2 with 3 (more tensors of
+#: R-MAT 21, ``benchmarks/peak_memory_vs_dgl.py``) and up to 1.8 with 3 (more tensors of
 #: different lifetimes, more holes); without dropout (``benchmarks/peak_memory_vs_dgl.py``,
 #: 2 x 256, one process) 0.83-0.85 in the committed run, the kept heap settling by whole
 #: 256 MiB blocks, so a run may land a block or two higher. The expected figure adds
@@ -111,7 +111,7 @@ PARTITIONING = {
 #: steps, never a heap that does not fit).
 RETAINED_GROWTH_PER_LAYER = 0.3
 RETAINED_GROWTH_BOUND = 1.0
-RETAINED_GROWTH_BOUND_PER_LAYER = 0.5
+RETAINED_GROWTH_BOUND_PER_LAYER = 1.0
 RETAINED_GROWTH_BOUND_NO_DROPOUT = 1.0
 
 
