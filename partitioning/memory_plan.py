@@ -16,8 +16,8 @@ part ``p`` with ``N_p`` owned nodes, ``E_p`` local edges, ``H_p`` halo rows):
   local CSR blocks, built in a transient COO form (``SETUP_BYTES_PER_EDGE``).
 * ``train``: the part's features, labels and masks; the local sparse blocks and their
   transposes (``BLOCK_BYTES_PER_EDGE`` per local edge, ``ROW_BLOCK_BYTES_PER_EDGE`` more per
-  edge into a training row for the last layer's blocks of those rows); for every layer what autograd keeps
-  for backward (:func:`_layer_floats`: the aggregate when a layer aggregates first, the
+  edge into a training row for the last layer's blocks of those rows); for every layer what
+  autograd keeps for backward (:func:`_layer_floats`: the aggregate when a layer aggregates first, the
   activated output; GAT: ``4 N_p (a + w + 2 c)`` per node and two floats per edge and head,
   ``8 (E_p + N_p) H``, its messages never held whole); weights, gradients and Adam's two
   moments (``16`` bytes per weight); the largest layer's transient temporaries and gradients,
@@ -103,8 +103,8 @@ PARTITIONING = {
 #: different lifetimes, more holes); without dropout (``benchmarks/peak_memory_vs_dgl.py``,
 #: 2 x 256, one process) 0.83-0.85 in the committed run, the kept heap settling by whole
 #: 256 MiB blocks, so a run may land a block or two higher. The expected figure adds
-#: :data:`RETAINED_GROWTH_PER_LAYER` of them per layer after the first; whether a retained heap fits is decided with the bound of
-#: :func:`retained_growth`: :data:`RETAINED_GROWTH_BOUND` of them with 2 layers and dropout,
+#: :data:`RETAINED_GROWTH_PER_LAYER` of them per layer after the first; whether a retained
+#: heap fits is decided with the bound of :func:`retained_growth`: :data:`RETAINED_GROWTH_BOUND` of them with 2 layers and dropout,
 #: :data:`RETAINED_GROWTH_BOUND_PER_LAYER` more per further layer and
 #: :data:`RETAINED_GROWTH_BOUND_NO_DROPOUT` more without dropout, or twice the expected growth
 #: where that is more (above every measured growth, so it errs towards the lean run: slower

@@ -25,7 +25,6 @@ from ..graph import RankGraph
 from .edge_ops import inner_first_edges, local_edges, scatter_max
 from .fused_transform import PendingLinear, can_fuse, relu_dropout_linear
 from .tall_linear import can_use as can_use_linear_sum
-from .tall_linear import linear_sum
 
 ORDERS = ("auto", "aggregate_first", "transform_first")
 SAGE_AGGRS = ("mean", "sum", "max")
@@ -105,10 +104,11 @@ class GCNLayer(nn.Module):
         :class:`~gnnscale.nn.fused_transform.PendingLinear` that pass forms itself."""
         if not self.transform_first:
             aggregate = graph.aggregate(x, "gcn")
-            if can_fuse(aggregate):
-                return PendingLinear([aggregate], [self.lin.weight]), self.bias
+            pending = PendingLinear([aggregate], [self.lin.weight])
+            if can_fuse(pending):
+                return pending, self.bias
             if can_use_linear_sum(aggregate):
-                return linear_sum([aggregate], [self.lin.weight]), self.bias
+                return pending.materialize(), self.bias
             return F.linear(aggregate, self.lin.weight), self.bias
         return graph.aggregate(self.lin(x), "gcn"), self.bias
 

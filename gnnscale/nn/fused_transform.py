@@ -61,10 +61,6 @@ class PendingLinear:
 
         return linear_sum(self.inputs, self.weights)
 
-    @property
-    def dtype(self) -> torch.dtype:
-        return self.inputs[0].dtype
-
 
 def can_fuse(h) -> bool:
     """Whether :func:`relu_dropout_linear` takes ``h`` (float32, CPU, 2-D, no autocast; a
@@ -92,15 +88,14 @@ def relu_dropout_linear(h, weight: torch.Tensor, p: float, training: bool = True
     ``h`` [N, F] float32 or a :class:`PendingLinear` of that shape (see :func:`can_fuse`),
     ``weight`` [O, F], ``bias`` [F] or None (no bias) -> [N, O]. Differentiable in all of
     them (a pending product in its inputs and weights)."""
-    pending = h if isinstance(h, PendingLinear) else PendingLinear([h], [None])
-    rows = pending.inputs[0].shape[0]
-    if training and p > 0.0 and rows > 0:
+    # h given: one input and no weight of its own
+    inputs, weights = (h.inputs, h.weights) if isinstance(h, PendingLinear) else ([h], [None])
+    if training and p > 0.0 and inputs[0].shape[0] > 0:
         key, threshold, scale = _draw(p)
     else:  # nothing dropped: ReLU alone (no draw, as relu_dropout)
         key, threshold, scale = np.uint64(0), 0, 1.0
-    count = len(pending.inputs)
-    return _ReluDropoutLinear.apply(weight, bias, key, threshold, np.float32(scale), count,
-                                    *pending.inputs, *pending.weights)
+    return _ReluDropoutLinear.apply(weight, bias, key, threshold, np.float32(scale),
+                                    len(inputs), *inputs, *weights)
 
 
 def _activate(h_rows: torch.Tensor, first_row: int, key, threshold, scale, bias,

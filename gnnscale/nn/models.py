@@ -207,10 +207,8 @@ class GNN(nn.Module):
         aggregates first, no such method, a skip needs its input, bf16)."""
         if not self._may_fuse_into(index, half):
             return None
-        layer = self.layers[index]
-        if rows is None:
-            return layer.forward_activated(h, self.dropout, self.training, graph, bias)
-        return layer.forward_activated(h, self.dropout, self.training, graph, bias, rows=rows)
+        return self.layers[index].forward_activated(h, self.dropout, self.training, graph,
+                                                    bias, rows=rows)
 
     def _may_fuse_into(self, index: int, half) -> bool:
         """Whether layer ``index`` may take its input activation fused (it has

@@ -238,12 +238,11 @@ def _measured_growths():
         runs = json.loads((results / file).read_text())
         for row in runs["rows"]:
             peaks = row["peak_rss_mib"]
-            lean = peaks.get("gnnscale lean")
-            kept = peaks.get("gnnscale kept", peaks.get("gnnscale") if lean else None)
-            if lean is None:  # the trainer's own choice was lean: compare with it
-                lean = peaks["gnnscale"]
-            if kept is None:
+            if "gnnscale lean" not in peaks and "gnnscale kept" not in peaks:
                 continue
+            # the trainer's own run stands in for whichever mode was not run on its own
+            lean = peaks.get("gnnscale lean", peaks.get("gnnscale"))
+            kept = peaks.get("gnnscale kept", peaks.get("gnnscale"))
             spec = ModelSpec.build(row["model"], shape.num_features, runs["hidden"],
                                    shape.num_classes, dropout=row["dropout"])
             step = _training_bytes(shape, spec, balanced_workload(shape, 1))[2]
