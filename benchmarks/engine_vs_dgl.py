@@ -76,6 +76,9 @@ def parse_args(argv=None):
                         help="width per head of gat's hidden layer")
     parser.add_argument("--dropout", type=float, default=0.5)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
+                        help="where every variant computes (cuda: the first GPU; DGL's "
+                             "variants need a CUDA build of DGL)")
     parser.add_argument("--warmup", type=int, default=1, help="untimed steps per variant")
     parser.add_argument("--reps", type=int, default=5, help="timed steps per variant")
     parser.add_argument("--models", nargs="+", default=["gcn", "sage"],
@@ -184,7 +187,7 @@ class ForeignStep:
     def __call__(self) -> float:
         self.module.train()
         self.optimizer.zero_grad(set_to_none=True)
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
+        with torch.autocast(ARGS.device, dtype=torch.bfloat16, enabled=self.bf16):
             logits = self.module(self.graph, self.x)
             loss = F.cross_entropy(logits[self.train], self.y[self.train])
         loss.backward()
@@ -193,6 +196,9 @@ class ForeignStep:
 
 
 def available_memory_bytes() -> int:
+    """Free memory where the variants compute: the GPU's (cuda) or the host's."""
+    if ARGS.device == "cuda":
+        return torch.cuda.mem_get_info()[0]
     with open("/proc/meminfo") as f:
         for line in f:
             if line.startswith("MemAvailable:"):
@@ -261,18 +267,20 @@ def build_steps(model_name: str, data, libs) -> dict:
         net.load_state_dict(initial)
         return net
 
+    device = torch.device(ARGS.device)
+
     for name, bf16 in [("gnnscale", False)] + [v for v in _requested("gnnscale") if v[1]]:
         t = time.perf_counter()
         problem = LocalProblem.from_graph_data(data, np.zeros(data.num_nodes, np.int64),
-                                               init("single"))
-        trainer = Trainer(reference(), problem, init("single"), lr=LR,
+                                               init("single"), device=device)
+        trainer = Trainer(reference().to(device), problem, init("single"), lr=LR,
                           weight_decay=WEIGHT_DECAY, seed=ARGS.seed,
                           compute_dtype=torch.bfloat16 if bf16 else None)
         setup[name] = time.perf_counter() - t
         steps[name] = lambda trainer=trainer: trainer.train_step()[0]
-    x = torch.from_numpy(data.x)
-    y = torch.from_numpy(data.y)
-    train = torch.from_numpy(data.train_mask)
+    x = torch.from_numpy(data.x).to(device)
+    y = torch.from_numpy(data.y).to(device)
+    train = torch.from_numpy(data.train_mask).to(device)
     if dgl is not None and _requested("dgl"):
         from dgl.nn import GATConv, GraphConv, SAGEConv
 
@@ -282,6 +290,7 @@ def build_steps(model_name: str, data, libs) -> dict:
         graph = to_dgl(data)
         if model_name in ("gcn", "gat"):
             graph = dgl.add_self_loop(dgl.remove_self_loop(graph))
+        graph = graph.to(device)
         graph.create_formats_()  # build the sparse formats once, outside the timed steps
         graph_setup = time.perf_counter() - t
         for name, bf16 in _requested("dgl"):
@@ -298,11 +307,12 @@ def build_steps(model_name: str, data, libs) -> dict:
             if model_name == "gat":
                 convs = [DglGat(conv, concat) for conv, (_, _, _, concat) in zip(convs, specs)]
             setup[name] = graph_setup + time.perf_counter() - t
-            steps[name] = ForeignStep(Stack(convs, ARGS.dropout), graph, x, y, train, bf16)
+            steps[name] = ForeignStep(Stack(convs, ARGS.dropout).to(device), graph, x, y,
+                                      train, bf16)
     if pyg is not None:
         from torch_geometric.nn import GATConv as PygGATConv, GCNConv, SAGEConv as PygSAGEConv
 
-        edge_index = torch.from_numpy(data.edge_index())
+        edge_index = torch.from_numpy(data.edge_index()).to(device)
         for base in ("pyg_edge_index", "pyg_csr"):
             for variant, bf16 in _requested(base):
                 reason = edge_index_skip_reason(model_name, data, specs, base)
@@ -324,10 +334,12 @@ def build_steps(model_name: str, data, libs) -> dict:
                 else:  # adj_t: row = destination, columns = its sources (gnnscale's CSR)
                     graph = torch.sparse_csr_tensor(
                         torch.from_numpy(data.indptr), torch.from_numpy(data.indices),
-                        torch.ones(data.num_edges), size=(data.num_nodes, data.num_nodes))
+                        torch.ones(data.num_edges), size=(data.num_nodes, data.num_nodes),
+                        device=device)
                 setup[variant] = time.perf_counter() - t
                 steps[variant] = ForeignStep(Stack([PygAdapter(c) for c in convs],
-                                                   ARGS.dropout), graph, x, y, train, bf16)
+                                                   ARGS.dropout).to(device),
+                                             graph, x, y, train, bf16)
     return steps, setup, skipped
 
 
@@ -335,19 +347,29 @@ def run_model(model_name: str, data, libs) -> dict:
     steps, setup, skipped = build_steps(model_name, data, libs)
     losses = {name: [] for name in steps}
     times = {name: [] for name in steps}
+    gpu_peaks = {name: [] for name in steps}  # cuda: bytes a step adds at its peak
     failed = {}
+    cuda = ARGS.device == "cuda"
     for rep in range(ARGS.warmup + ARGS.reps):
         for name, step in steps.items():
             if name in failed:
                 continue
+            if cuda:
+                torch.cuda.synchronize()
+                torch.cuda.reset_peak_memory_stats()
+                before = torch.cuda.memory_allocated()
             t = time.perf_counter()
             try:
                 loss = step()
+                if cuda:
+                    torch.cuda.synchronize()
             except RuntimeError as exc:  # e.g. out of memory for per-edge messages
                 failed[name] = f"{type(exc).__name__}: {str(exc)[:300]}"
                 print(f"  {model_name} {name}: failed: {failed[name]}", flush=True)
                 continue
             elapsed = time.perf_counter() - t
+            if cuda:
+                gpu_peaks[name].append(torch.cuda.max_memory_allocated() - before)
             losses[name].append(loss)
             if rep >= ARGS.warmup:
                 times[name].append(elapsed)
@@ -361,6 +383,8 @@ def run_model(model_name: str, data, libs) -> dict:
         result[name] = {"median_s": statistics.median(times[name]), "min_s": min(times[name]),
                         "times_s": times[name], "losses": losses[name],
                         "setup_s": setup[name]}
+        if gpu_peaks[name]:
+            result[name]["gpu_step_peak_bytes"] = max(gpu_peaks[name])
     base = result["gnnscale"]["median_s"]
     ratios = {f"{name}_over_gnnscale": r["median_s"] / base
               for name, r in result.items() if name != "gnnscale" and "median_s" in r}
@@ -413,6 +437,8 @@ def merge_previous(report: dict, path: str) -> None:
 
 def main() -> None:
     torch.set_num_threads(ARGS.threads)
+    if ARGS.device == "cuda" and not torch.cuda.is_available():
+        sys.exit("--device cuda: torch sees no CUDA device on this host")
     dgl = optional("dgl") if _requested("dgl") else None
     pyg = (optional("torch_geometric")
            if _requested("pyg_edge_index") or _requested("pyg_csr") else None)
@@ -430,6 +456,7 @@ def main() -> None:
                      "optimizer": f"Adam lr={LR} weight_decay={WEIGHT_DECAY}",
                      "train_nodes": int(data.train_mask.sum()), "seed": ARGS.seed},
         "threads": ARGS.threads, "warmup": ARGS.warmup, "reps": ARGS.reps,
+        "device": (torch.cuda.get_device_name(0) if ARGS.device == "cuda" else "cpu"),
         "versions": {"python": platform.python_version(), "torch": torch.__version__,
                      "numpy": np.__version__,
                      "dgl": getattr(dgl, "__version__", None),

@@ -228,14 +228,55 @@ def _draw(p: float) -> tuple[np.uint64, int, float]:
     return key, threshold, _WORDS / (_WORDS - threshold)
 
 
+def _signed(value: int) -> int:
+    """A 64-bit pattern as the int64 that holds it (torch has no uint64 arithmetic on GPUs)."""
+    return value - 2**64 if value >= 2**63 else value
+
+
+_GOLDEN_I64 = _signed(int(_GOLDEN))
+_MIX_I64 = (_signed(0xBF58476D1CE4E5B9), _signed(0x94D049BB133111EB))
+#: hashes per pass of :func:`keep_mask_on`: bounds its int64 temporaries to 128 MiB each
+MASK_HASHES_PER_PASS = 2**24
+
+
+def _shift_right(z: torch.Tensor, bits: int) -> torch.Tensor:
+    """Logical right shift of int64 bit patterns (torch's ``>>`` is arithmetic)."""
+    return (z >> bits) & ((1 << (64 - bits)) - 1)
+
+
+def keep_mask_on(numel: int, key: np.uint64, threshold: int, device) -> torch.Tensor:
+    """The keep mask of :func:`_keep_mask` (bool, ``numel`` elements) computed by torch where
+    the tensor lives: the same splitmix64 words in int64 arithmetic (products wrap modulo
+    2^64 as the compiled kernel's do), so a GPU run drops exactly what a CPU run drops."""
+    keep = torch.empty(numel, dtype=torch.bool, device=device)
+    hashes = -(-numel // 4)
+    key = _signed(int(key))
+    for first in range(0, hashes, MASK_HASHES_PER_PASS):
+        count = min(MASK_HASHES_PER_PASS, hashes - first)
+        z = torch.arange(first, first + count, dtype=torch.int64, device=device)
+        z = z.mul_(_GOLDEN_I64).add_(key)
+        for bits, factor in zip((30, 27), _MIX_I64):
+            z = z.bitwise_xor_(_shift_right(z, bits)).mul_(factor)
+        z = z.bitwise_xor_(_shift_right(z, 31))
+        # the hash's four 16-bit words in element order (little-endian), compared unsigned:
+        # flipping the sign bit maps unsigned order onto int16's signed order
+        words = z.view(torch.int16).bitwise_xor_(-(2**15))
+        lo = first * 4
+        keep[lo:lo + words.numel()] = words[:numel - lo] >= threshold - 2**15
+    return keep
+
+
 def _dropout(x: torch.Tensor, p: float, relu: bool, dtype: torch.dtype) -> torch.Tensor:
     key, threshold, scale = _draw(p)
     if x.device.type == "cpu" and x.dtype in _KERNEL_DTYPES and dtype in _KERNEL_DTYPES:
         return _Dropout.apply(x, key, threshold, scale, relu, dtype)
-    keep = torch.from_numpy(_keep_mask(x.numel(), key, threshold,
-                                       np.empty(x.numel(), dtype=np.bool_)))
-    keep = keep.view(x.shape).to(x.device)
-    return ((F.relu(x) if relu else x) * keep * scale).to(dtype)
+    if x.device.type == "cpu":
+        keep = torch.from_numpy(_keep_mask(x.numel(), key, threshold,
+                                           np.empty(x.numel(), dtype=np.bool_)))
+    else:
+        keep = keep_mask_on(x.numel(), key, threshold, x.device)
+    factor = keep.view(x.shape).to(x.dtype).mul_(scale)
+    return ((F.relu(x) if relu else x) * factor).to(dtype)
 
 
 def dropout(x: torch.Tensor, p: float, training: bool = True,

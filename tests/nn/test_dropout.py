@@ -1,6 +1,7 @@
 """The hash-mask dropout and the fused ReLU + dropout (gnnscale/nn/dropout.py)."""
 
 import numba
+import numpy as np
 import pytest
 import torch
 
@@ -114,3 +115,14 @@ def test_nothing_dropped_returns_the_input_itself_whatever_the_dtype_asked():
     assert d.dropout(x, 0.0, dtype=torch.bfloat16) is x
     assert d.dropout(x, 0.5, training=False, dtype=torch.bfloat16) is x
     assert d.relu_dropout(x, 0.0, dtype=torch.bfloat16).dtype == torch.bfloat16
+
+
+@pytest.mark.parametrize("numel", [1, 3, 4, 5, 4097, 100_003])
+def test_the_torch_mask_is_the_compiled_kernels_mask(monkeypatch, numel):
+    """keep_mask_on (GPU tensors) draws the compiled kernel's mask bit for bit, also when its
+    hashes take several passes."""
+    monkeypatch.setattr(d, "MASK_HASHES_PER_PASS", 1000)
+    for p in (0.1, 0.5, 0.9):
+        key, threshold, _ = _seeded(d._draw, 13, p)
+        compiled = d._keep_mask(numel, key, threshold, np.empty(numel, np.bool_))
+        assert np.array_equal(d.keep_mask_on(numel, key, threshold, "cpu").numpy(), compiled)
