@@ -17,7 +17,7 @@ from ..comm import Communicator
 from .aggregate import aggregate
 from .halo import HaloPlan, exchange_halo, post_halo
 from .rank_graph import RankGraph
-from .sparse import SparseBlock
+from .sparse import SparseBlock, csr_row_positions
 from .staleness import StaleAggregate, StaleHaloExchange
 
 
@@ -74,29 +74,75 @@ class LocalGraph(RankGraph):
         out = aggregate(owned, inner, boundary, self.halo_plan)
         return self._remember_constant(owned, kind, out)
 
-    def aggregate_rows(self, owned: torch.Tensor, kind: str, rows: torch.Tensor) -> torch.Tensor:
+    def aggregate_rows(self, owned: torch.Tensor, kind: str, rows: torch.Tensor,
+                       columns: torch.Tensor | None = None) -> torch.Tensor:
         """Rows ``rows`` of :meth:`aggregate`, computed alone: the blocks' rows ``rows``
         (built once per kind and rows tensor) times ``[owned; halo]``, the halo exchanged as
         for every row. Training's last layer needs only the loss's rows, so its product
-        and its transposed product backward read only their edges. An input that needs no
-        gradient (its full aggregate may be kept) or a staleness policy at work takes every
-        row and selects."""
-        if not owned.requires_grad or self.active_policy() is not None:
+        and its transposed product backward read only their edges. An input of every owned
+        row that needs no gradient (its full aggregate may be kept) or a staleness policy at
+        work takes every row and selects. ``columns`` as for
+        :meth:`RankGraph.aggregate_rows` (from :meth:`rows_read_by`)."""
+        if columns is None and (not owned.requires_grad or self.active_policy() is not None):
             return super().aggregate_rows(owned, kind, rows)
-        inner, boundary = self._row_blocks(kind, rows)
+        inner, boundary = self._row_blocks(kind, rows, columns)
         return aggregate(owned, inner, boundary, self.halo_plan)
 
-    def _row_blocks(self, kind: str, rows: torch.Tensor) -> tuple[SparseBlock, SparseBlock]:
-        """(inner, boundary) blocks of rows ``rows`` of the ``kind``-normalised adjacency,
-        kept for the last rows tensor asked for (the trainer passes the same one each step)."""
-        key = ("rows", kind)
-        cached = self._blocks.get(key)
-        if cached is not None and cached[0]() is rows and cached[1] == rows._version:
-            return cached[2]
+    def rows_read_by(self, rows: torch.Tensor) -> torch.Tensor | None:
+        """``rows`` and their owned in-neighbours (sorted; kept per rows tensor), where no
+        rank exchanges a halo (with one, other ranks read this rank's rows too); None where
+        that is every owned row or a halo is exchanged."""
+        if self.halo_plan.exchanges_anything:
+            return None
+        cached = self._cached_for(("read_by",), rows, None)
+        if cached is not None:
+            return cached[0]
         chosen = rows.cpu().numpy()
-        blocks = tuple(block.take_rows(chosen) for block in self.blocks(kind))
-        self._blocks[key] = (weakref.ref(rows), rows._version, blocks)
+        read = np.zeros(self.num_owned, dtype=bool)
+        read[chosen] = True
+        read[np.asarray(self.view.indices)[csr_row_positions(self.view.indptr, chosen)[1]]] = True
+        result = (None if read.all()
+                  else torch.from_numpy(np.flatnonzero(read)).to(self.device))
+        self._keep_for(("read_by",), rows, None, (result,))
+        return result
+
+    def _row_blocks(self, kind: str, rows: torch.Tensor,
+                    columns: torch.Tensor | None = None) -> tuple[SparseBlock, SparseBlock]:
+        """(inner, boundary) blocks of rows ``rows`` of the ``kind``-normalised adjacency
+        (the inner block's columns renumbered to ``columns``, where given), kept per rows and
+        columns tensor (the trainer passes the same ones each step)."""
+        cached = self._cached_for(("rows", kind), rows, columns)
+        if cached is not None:
+            return cached
+        chosen = rows.cpu().numpy()
+        inner, boundary = self.blocks(kind)
+        blocks = (inner.take_rows(chosen, None if columns is None else columns.cpu().numpy()),
+                  boundary.take_rows(chosen))
+        self._keep_for(("rows", kind), rows, columns, blocks)
         return blocks
+
+    #: row-subset entries kept per kind of entry (the loss's rows, and the rows each earlier
+    #: layer computes for them)
+    ROW_ENTRIES = 4
+
+    def _cached_for(self, key: tuple, rows: torch.Tensor, columns: torch.Tensor | None):
+        """An entry :meth:`_keep_for` stored for these very tensors at their versions."""
+        for ref, version, col_ref, col_version, value in self._blocks.get(key, ()):
+            if ref() is rows and version == rows._version and (
+                    (columns is None and col_ref is None)
+                    or (col_ref is not None and col_ref() is columns
+                        and col_version == columns._version)):
+                return value
+        return None
+
+    def _keep_for(self, key: tuple, rows: torch.Tensor, columns: torch.Tensor | None,
+                  value) -> None:
+        entry = (weakref.ref(rows), rows._version,
+                 None if columns is None else weakref.ref(columns),
+                 None if columns is None else columns._version, value)
+        alive = [e for e in self._blocks.get(key, ())
+                 if e[0]() is not None and (e[2] is None or e[2]() is not None)]
+        self._blocks[key] = [entry] + alive[:self.ROW_ENTRIES - 1]
 
     def gather_with_halo(self, owned: torch.Tensor) -> torch.Tensor:
         """``[owned; halo]`` rows (differentiable), for layers that need source features."""

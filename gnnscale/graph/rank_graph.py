@@ -81,12 +81,25 @@ class RankGraph(abc.ABC):
         """(2, E) local edge index: row 0 the source column in ``[0, num_local)``, row 1 the
         owned destination row."""
 
-    def aggregate_rows(self, owned: torch.Tensor, kind: str, rows: torch.Tensor) -> torch.Tensor:
+    def aggregate_rows(self, owned: torch.Tensor, kind: str, rows: torch.Tensor,
+                       columns: torch.Tensor | None = None) -> torch.Tensor:
         """Rows ``rows`` (int64 owned row indices) of :meth:`aggregate`: ``[len(rows), F]``,
         differentiable; collective (every rank calls it, each with its own rows). This
         default aggregates every row and selects; a graph may compute only the rows asked
-        for (:meth:`LocalGraph.aggregate_rows`)."""
+        for (:meth:`LocalGraph.aggregate_rows`).
+
+        ``columns``: ``owned`` holds only these owned rows (in this order), a set
+        :meth:`rows_read_by` gave for ``rows``; None: every owned row."""
+        if columns is not None:
+            raise ValueError(f"{type(self).__name__} aggregates every owned row: it takes no "
+                             "columns (its rows_read_by gives none)")
         return self.aggregate(owned, kind).index_select(0, rows)
+
+    def rows_read_by(self, rows: torch.Tensor) -> torch.Tensor | None:
+        """The owned rows an aggregation's rows ``rows`` read, ``rows`` among them (sorted
+        int64), so that a layer feeding only those rows may compute only those; None where
+        this graph cannot narrow its input (this default, or rows that others read too)."""
+        return None
 
     # -- shared by both graph kinds -----------------------------------------------------
     def active_policy(self):

@@ -45,6 +45,16 @@ def set_cpu_kernel(name: str) -> None:
     _kernel["name"] = name
 
 
+def csr_row_positions(indptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(indptr, positions)`` of the CSR rows ``rows`` taken out in that order: the new row
+    pointers, and the positions of their entries in the whole matrix's arrays."""
+    starts = indptr[rows]
+    lengths = indptr[rows + 1] - starts
+    taken = np.zeros(rows.size + 1, dtype=np.int64)
+    np.cumsum(lengths, out=taken[1:])
+    return taken, np.repeat(starts - taken[:-1], lengths) + np.arange(taken[-1])
+
+
 def _sum_into(add_to, product: torch.Tensor) -> torch.Tensor:
     """``product``, or ``add_to`` with ``product`` added in place when one is given."""
     return product if add_to is None else add_to.add_(product)
@@ -118,19 +128,27 @@ class SparseBlock:
         del matrix
         self._transpose = _CSR(transposed, dtype)
 
-    def take_rows(self, rows: np.ndarray) -> "SparseBlock":
+    def take_rows(self, rows: np.ndarray, columns: np.ndarray | None = None) -> "SparseBlock":
         """The block of rows ``rows`` (int64, in that order), from this block's own arrays
-        (the same stored values; no full-size temporary)."""
+        (the same stored values; no full-size temporary). ``columns`` (int64, in order): the
+        block's columns are these, renumbered ``0 .. len(columns) - 1``, for a product with
+        a dense operand that holds only those rows; every column the rows use must be among
+        them."""
         forward = self._forward
         rows = np.asarray(rows, dtype=np.int64)
-        starts = forward.indptr[rows]
-        lengths = forward.indptr[rows + 1] - starts
-        indptr = np.zeros(rows.size + 1, dtype=np.int64)
-        np.cumsum(lengths, out=indptr[1:])
-        positions = np.repeat(starts - indptr[:-1], lengths) + np.arange(indptr[-1])
+        indptr, positions = csr_row_positions(forward.indptr, rows)
         values = forward.values[forward._stored][positions]
-        matrix = sp.csr_matrix((values, forward.indices[positions], indptr),
-                               shape=(rows.size, self.shape[1]))
+        indices = forward.indices[positions]
+        width = self.shape[1]
+        if columns is not None:
+            columns = np.asarray(columns, dtype=np.int64)
+            renumbered = np.full(self.shape[1], -1, dtype=np.int64)
+            renumbered[columns] = np.arange(columns.size)
+            indices = renumbered[indices]
+            if indices.size and indices.min() < 0:
+                raise ValueError("take_rows: the rows read columns outside the columns given")
+            width = columns.size
+        matrix = sp.csr_matrix((values, indices, indptr), shape=(rows.size, width))
         dtype = torch.float64 if forward._stored == np.float64 else torch.float32
         return SparseBlock(matrix, dtype)
 

@@ -38,14 +38,21 @@ def _transform_first(order: str, in_dim: int, out_dim: int) -> bool:
     return order == "transform_first"
 
 
-def aggregate_rows(graph: RankGraph, x: torch.Tensor, kind: str,
-                   rows: torch.Tensor | None) -> torch.Tensor:
-    """``graph.aggregate(x, kind)``, or only its rows ``rows`` where given."""
-    return graph.aggregate(x, kind) if rows is None else graph.aggregate_rows(x, kind, rows)
+def aggregate_rows(graph: RankGraph, x: torch.Tensor, kind: str, rows: torch.Tensor | None,
+                   columns: torch.Tensor | None = None) -> torch.Tensor:
+    """``graph.aggregate(x, kind)``, or only its rows ``rows`` where given (``x`` holding
+    owned rows ``columns`` only, where given: :meth:`RankGraph.aggregate_rows`)."""
+    if rows is None:
+        return graph.aggregate(x, kind)
+    return graph.aggregate_rows(x, kind, rows, columns)
 
 
-def _select(x: torch.Tensor, rows: torch.Tensor | None) -> torch.Tensor:
-    return x if rows is None else x.index_select(0, rows)
+def _select(x: torch.Tensor, rows: torch.Tensor | None,
+            columns: torch.Tensor | None = None) -> torch.Tensor:
+    """Owned rows ``rows`` of ``x``, which holds every owned row or (sorted) ``columns``."""
+    if rows is None:
+        return x
+    return x.index_select(0, rows if columns is None else torch.searchsorted(columns, rows))
 
 
 class GCNLayer(nn.Module):
@@ -84,45 +91,54 @@ class GCNLayer(nn.Module):
     #: half width and sums in float32, and its transform would round them to bf16 anyway
     takes_half_rows = True
 
-    #: ``forward``/``forward_activated`` take ``rows``: only those output rows are computed
+    #: ``forward``/``forward_unbiased``/``forward_activated`` take ``rows``: only those output
+    #: rows are computed
     takes_output_rows = True
+    #: ... and ``columns``: an input holding only the owned rows the output rows read
+    takes_input_rows = True
 
-    def forward(self, x: torch.Tensor, graph: RankGraph,
-                rows: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, graph: RankGraph, rows: torch.Tensor | None = None,
+                columns: torch.Tensor | None = None) -> torch.Tensor:
         """``rows`` (int64 owned rows, or None for all): the output's rows to compute, e.g.
-        the loss's in training (their aggregation reads only their edges)."""
+        the loss's in training (their aggregation reads only their edges). ``columns``: ``x``
+        holds only these owned rows (sorted; from ``graph.rows_read_by(rows)``)."""
         if not self.transform_first:  # the bias rides in the GEMM (addmm)
-            return F.linear(aggregate_rows(graph, x, "gcn", rows), self.lin.weight, self.bias)
-        out = aggregate_rows(graph, self.lin(x), "gcn", rows)
+            return F.linear(aggregate_rows(graph, x, "gcn", rows, columns), self.lin.weight,
+                            self.bias)
+        out = aggregate_rows(graph, self.lin(x), "gcn", rows, columns)
         return out + self.bias if self.bias is not None else out
 
-    def forward_unbiased(self, x: torch.Tensor,
-                         graph: RankGraph) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def forward_unbiased(self, x: torch.Tensor, graph: RankGraph,
+                         rows: torch.Tensor | None = None,
+                         columns: torch.Tensor | None = None
+                         ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """``(forward(x) - bias, bias)``: the output without its bias, for a caller that adds
         the bias in a pass of its own (:meth:`forward_activated` of the next layer). Where the
         layer aggregates first onto float32 CPU rows the output is a
-        :class:`~gnnscale.nn.fused_transform.PendingLinear` that pass forms itself."""
+        :class:`~gnnscale.nn.fused_transform.PendingLinear` that pass forms itself. ``rows``
+        and ``columns`` as for :meth:`forward`."""
         if not self.transform_first:
-            aggregate = graph.aggregate(x, "gcn")
+            aggregate = aggregate_rows(graph, x, "gcn", rows, columns)
             pending = PendingLinear([aggregate], [self.lin.weight])
             if can_fuse(pending):
                 return pending, self.bias
             if can_use_linear_sum(aggregate):
                 return pending.materialize(), self.bias
             return F.linear(aggregate, self.lin.weight), self.bias
-        return graph.aggregate(self.lin(x), "gcn"), self.bias
+        return aggregate_rows(graph, self.lin(x), "gcn", rows, columns), self.bias
 
     def forward_activated(self, h: torch.Tensor, p: float, training: bool, graph: RankGraph,
-                          bias: torch.Tensor | None = None,
-                          rows: torch.Tensor | None = None) -> torch.Tensor | None:
+                          bias: torch.Tensor | None = None, rows: torch.Tensor | None = None,
+                          columns: torch.Tensor | None = None) -> torch.Tensor | None:
         """This layer on ``relu_dropout(h + bias, p, training)`` with the activation never
         formed (:func:`~gnnscale.nn.fused_transform.relu_dropout_linear`; ``bias`` is the
         previous layer's, deferred by its :meth:`forward_unbiased`), where the layer transforms
-        first and ``h`` is float32 on the CPU; else None. ``rows`` as for :meth:`forward`."""
+        first and ``h`` is float32 on the CPU; else None. ``rows`` and ``columns`` as for
+        :meth:`forward`."""
         if not self.transform_first or not can_fuse(h):
             return None
         out = aggregate_rows(graph, relu_dropout_linear(h, self.lin.weight, p, training, bias),
-                             "gcn", rows)
+                             "gcn", rows, columns)
         return out + self.bias if self.bias is not None else out
 
     def extra_repr(self) -> str:
@@ -175,56 +191,74 @@ class SAGELayer(nn.Module):
     #: as :attr:`GCNLayer.takes_output_rows`
     takes_output_rows = True
 
-    def forward(self, x: torch.Tensor, graph: RankGraph,
-                rows: torch.Tensor | None = None) -> torch.Tensor:
-        """``rows`` as for :meth:`GCNLayer.forward` (max aggregates every row and selects)."""
+    @property
+    def takes_input_rows(self) -> bool:
+        """As :attr:`GCNLayer.takes_input_rows`, for the mean and sum aggregators (max
+        gathers every owned row)."""
+        return self.aggr != "max"
+
+    def forward(self, x: torch.Tensor, graph: RankGraph, rows: torch.Tensor | None = None,
+                columns: torch.Tensor | None = None) -> torch.Tensor:
+        """``rows`` and ``columns`` as for :meth:`GCNLayer.forward` (max aggregates every row
+        and selects; it takes no ``columns``)."""
         if self.aggr == "max":
+            if columns is not None:
+                raise ValueError("SAGE with the max aggregator reads every owned row: it "
+                                 "takes no columns")
             return _select(self._forward_max(x, graph), rows)
         if self.transform_first:
             # two GEMMs rather than one into [N, 2 F_out]: slicing that would take a copy
             # forward and two zero-filled [N, 2 F_out] gradients backward; the bias rides in
             # the root transform
-            neigh = aggregate_rows(graph, F.linear(x, self.lin_l.weight), self.aggr, rows)
-            return neigh + F.linear(_select(x, rows), self.lin_r.weight, self.lin_l.bias)
+            neigh = aggregate_rows(graph, F.linear(x, self.lin_l.weight), self.aggr, rows,
+                                   columns)
+            return neigh + F.linear(_select(x, rows, columns), self.lin_r.weight,
+                                    self.lin_l.bias)
         # aggregate @ W_l^T + b, then x @ W_r^T added into it in place: no [N, 2 F_in] copy of
         # [aggregate | x] kept for backward, no gradient of it split backward; autograd keeps
         # the aggregate (x is kept by whatever produced it)
-        neigh = aggregate_rows(graph, x, self.aggr, rows)
+        neigh = aggregate_rows(graph, x, self.aggr, rows, columns)
         out = F.linear(neigh, self.lin_l.weight, self.lin_l.bias)
         # in-place ops are not autocast: the root product takes the output's dtype itself
-        return out.addmm_(_select(x, rows).to(out.dtype), self.lin_r.weight.t().to(out.dtype))
+        return out.addmm_(_select(x, rows, columns).to(out.dtype),
+                          self.lin_r.weight.t().to(out.dtype))
 
-    def forward_unbiased(self, x: torch.Tensor,
-                         graph: RankGraph) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def forward_unbiased(self, x: torch.Tensor, graph: RankGraph,
+                         rows: torch.Tensor | None = None,
+                         columns: torch.Tensor | None = None
+                         ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """As :meth:`GCNLayer.forward_unbiased` (the bias is ``lin_l``'s; aggregating first, the
         pending product is of the aggregate and ``x``)."""
         bias = self.lin_l.bias
         if self.aggr == "max" or bias is None:
-            return self(x, graph), None
+            return self(x, graph, rows, columns), None
+        root = _select(x, rows, columns)
         if self.transform_first:
-            neigh = graph.aggregate(F.linear(x, self.lin_l.weight), self.aggr)
+            neigh = aggregate_rows(graph, F.linear(x, self.lin_l.weight), self.aggr, rows,
+                                   columns)
             # not in place: under no_grad the aggregate may be the graph's kept copy
-            return neigh + F.linear(x, self.lin_r.weight), bias
-        neigh = graph.aggregate(x, self.aggr)
-        pending = PendingLinear([neigh, x], [self.lin_l.weight, self.lin_r.weight])
+            return neigh + F.linear(root, self.lin_r.weight), bias
+        neigh = aggregate_rows(graph, x, self.aggr, rows, columns)
+        pending = PendingLinear([neigh, root], [self.lin_l.weight, self.lin_r.weight])
         if can_fuse(pending):
             return pending, bias
-        if can_use_linear_sum(neigh) and x.dtype == neigh.dtype:
+        if can_use_linear_sum(neigh) and root.dtype == neigh.dtype:
             return pending.materialize(), bias
         out = F.linear(neigh, self.lin_l.weight)
-        return out.addmm_(x.to(out.dtype), self.lin_r.weight.t().to(out.dtype)), bias
+        return out.addmm_(root.to(out.dtype), self.lin_r.weight.t().to(out.dtype)), bias
 
     def forward_activated(self, h: torch.Tensor, p: float, training: bool, graph: RankGraph,
-                          bias: torch.Tensor | None = None,
-                          rows: torch.Tensor | None = None) -> torch.Tensor | None:
+                          bias: torch.Tensor | None = None, rows: torch.Tensor | None = None,
+                          columns: torch.Tensor | None = None) -> torch.Tensor | None:
         """As :meth:`GCNLayer.forward_activated`: both transforms in one product with the
         weights stacked, where the layer transforms first (mean and sum); else None."""
         if not self.transform_first or not can_fuse(h):
             return None
         weights = torch.cat([self.lin_l.weight, self.lin_r.weight])
         both = relu_dropout_linear(h, weights, p, training, bias)
-        neigh = aggregate_rows(graph, both[:, :self.out_dim].contiguous(), self.aggr, rows)
-        root = _select(both, rows)[:, self.out_dim:]
+        neigh = aggregate_rows(graph, both[:, :self.out_dim].contiguous(), self.aggr, rows,
+                               columns)
+        root = _select(both, rows, columns)[:, self.out_dim:]
         return neigh + (root + self.lin_l.bias if self.lin_l.bias is not None else root)
 
     def _forward_max(self, x: torch.Tensor, graph: RankGraph) -> torch.Tensor:

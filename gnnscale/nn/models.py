@@ -147,7 +147,12 @@ class GNN(nn.Module):
                 rows: torch.Tensor | None = None) -> torch.Tensor:
         """Logits of every owned row, or of rows ``rows`` only (int64 owned row indices, e.g.
         the loss's: the last layer then computes only those where it can, its aggregation
-        reading only their edges; otherwise every row is computed and these selected)."""
+        reading only their edges; otherwise every row is computed and these selected). Where
+        the graph can say which rows those read (:meth:`RankGraph.rows_read_by`: one rank, or
+        no halo), the layers before compute only the rows read after them: their products
+        and passes skip the nodes no loss row depends on (e.g. isolated nodes outside the
+        loss). The hidden dropout then draws its mask over the rows computed, a different
+        draw from the whole forward's."""
         act = ACTIVATIONS[self.activation]
         half = _autocast_bf16(x)
         dropped = False  # x already went through the next layer's input dropout
@@ -155,17 +160,18 @@ class GNN(nn.Module):
         bias = None  # a bias still to be added to h (by the next layer's fused pass)
         last = len(self.layers) - 1
         last_rows = rows if rows is not None and self._takes_rows(last) else None
+        computed = self._rows_computed(graph, last_rows)
         for i, layer in enumerate(self.layers):
             if h is None:
                 if not dropped:
                     x = fast_dropout(x, self.dropout, self.training,
                                      dtype=_rows_dtype(layer, half))
+                narrowed = {} if computed[i] is None else {
+                    "rows": computed[i], "columns": computed[i - 1] if i else None}
                 if self._bias_deferred(i, x, half):  # added in the next layer's fused pass
-                    h, bias = layer.forward_unbiased(x, graph)
-                elif i == last and last_rows is not None:
-                    h, bias = layer(x, graph, rows=last_rows), None
+                    h, bias = layer.forward_unbiased(x, graph, **narrowed)
                 else:
-                    h, bias = layer(x, graph), None
+                    h, bias = layer(x, graph, **narrowed), None
                 if len(self.skips):
                     h = h + self.skips[i](x)
             dropped = False
@@ -174,8 +180,8 @@ class GNN(nn.Module):
                 if not isinstance(norm, nn.Identity):
                     h = norm(h, graph)
                 if self.activation == "relu":
-                    fused = self._next_layer_on_activated(
-                        i + 1, h, half, graph, bias, last_rows if i + 1 == last else None)
+                    fused = self._next_layer_on_activated(i + 1, h, half, graph, bias,
+                                                          computed[i + 1], computed[i])
                     if fused is not None:  # the next layer's output
                         h, bias = fused, None
                         continue
@@ -194,6 +200,21 @@ class GNN(nn.Module):
             x = x.index_select(0, rows)
         return x
 
+    def _rows_computed(self, graph: RankGraph, last_rows: torch.Tensor | None) -> list:
+        """Per layer, the owned rows it computes (None: every row): ``last_rows`` for the last
+        layer and, going back while the graph can tell (:meth:`RankGraph.rows_read_by`), the
+        rows each next layer reads, for a layer that computes a subset of its output rows
+        followed by nothing that mixes rows (no norm) and a layer that takes such an input."""
+        computed = [None] * len(self.layers)
+        computed[-1] = last_rows
+        for i in range(len(self.layers) - 2, -1, -1):
+            if (computed[i + 1] is None or not self._takes_rows(i)
+                    or not getattr(self.layers[i + 1], "takes_input_rows", False)
+                    or not isinstance(self.norms[i], nn.Identity)):
+                break
+            computed[i] = graph.rows_read_by(computed[i + 1])
+        return computed
+
     def _takes_rows(self, index: int) -> bool:
         """Whether layer ``index`` computes a subset of its output rows itself (no skip adds
         its whole input to it)."""
@@ -201,14 +222,17 @@ class GNN(nn.Module):
 
     def _next_layer_on_activated(self, index: int, h: torch.Tensor, half, graph: RankGraph,
                                  bias: torch.Tensor | None = None,
-                                 rows: torch.Tensor | None = None):
+                                 rows: torch.Tensor | None = None,
+                                 columns: torch.Tensor | None = None):
         """Layer ``index`` on ``relu_dropout(h + bias)`` without forming the activation (its
-        output rows ``rows`` only, where given), or None where it cannot (the layer
-        aggregates first, no such method, a skip needs its input, bf16)."""
+        output rows ``rows`` only, where given; ``h`` holding owned rows ``columns`` only,
+        where given), or None where it cannot (the layer aggregates first, no such method, a
+        skip needs its input, bf16)."""
         if not self._may_fuse_into(index, half):
             return None
+        narrowed = {} if rows is None else {"rows": rows, "columns": columns}
         return self.layers[index].forward_activated(h, self.dropout, self.training, graph,
-                                                    bias, rows=rows)
+                                                    bias, **narrowed)
 
     def _may_fuse_into(self, index: int, half) -> bool:
         """Whether layer ``index`` may take its input activation fused (it has

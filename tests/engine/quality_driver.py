@@ -1,4 +1,5 @@
-"""Under mpirun (1 or 4 ranks): the quality bars of test_quality_bars.py, 3 seeds each, written as JSON.
+"""Under mpirun (1 or 4 ranks): the quality bars of test_quality_bars.py, 3 seeds each (GCN
+CiteSeer 5), written as JSON.
 
 Usage: mpirun -n P python quality_driver.py DATASETS_ROOT OUT.json
 """
@@ -26,6 +27,9 @@ CASES = {
                       dict(lr=0.01, weight_decay=0.0), 100),
 }
 SEEDS = (0, 1, 2)
+#: more seeds where 3 leave the mean within its spread of the bar: GCN CiteSeer's test
+#: accuracy spreads by about 0.01 seed to seed (10 seeds, one process: 0.667-0.698)
+MORE_SEEDS = {"gcn-citeseer": (0, 1, 2, 3, 4)}
 
 
 def main():
@@ -38,7 +42,7 @@ def main():
         parts = make_partitioner("metis", num_parts=comm.size, seed=0).fit(data).node_parts
         problem = LocalProblem.from_graph_data(data, parts, comm)
         scores = []
-        for seed in SEEDS:
+        for seed in MORE_SEEDS.get(name, SEEDS):
             torch.manual_seed(seed)
             kw = dict(model_kw)
             model = GNN(kw.pop("model"), data.num_features, kw.pop("hidden_dim"),

@@ -1,4 +1,4 @@
-"""Quality bars, in one process and on 4 ranks (mean of 3 seeds; the test metric at
+"""Quality bars, in one process and on 4 ranks (mean of 3 seeds, GCN CiteSeer 5; the test metric at
 the epoch with the best validation metric, the model selection of the GCN and GAT papers):
 GCN CiteSeer test accuracy >= 0.67, GAT Cora >= 0.80, GraphSAGE Tolokers ROC AUC >= 0.70.
 (GCN Cora >= 0.79 at the *final* epoch is tested through the CLI in test_cora_accuracy.py.)"""

@@ -176,3 +176,18 @@ def test_a_block_of_some_rows_equals_those_rows_of_the_matrix(dtype):
     torch.testing.assert_close(part.matmul_transposed(back),
                                want.new_tensor(matrix[rows].toarray()).t() @ back)
     assert block.take_rows(np.zeros(0, np.int64)).nnz == 0
+
+
+def test_take_rows_renumbers_columns_to_the_ones_given():
+    matrix = _matrix(rows=300, cols=200, seed=4)
+    block = SparseBlock(matrix, torch.float32)
+    rows = np.array([5, 120, 7, 299], dtype=np.int64)
+    used = np.unique(matrix[rows].indices)
+    columns = np.union1d(used, [0, 199]).astype(np.int64)  # sorted, a superset of the used
+    part = block.take_rows(rows, columns)
+    assert part.shape == (rows.size, columns.size) and part.nnz == matrix[rows].nnz
+    dense = torch.randn(200, 6)
+    want = torch.from_numpy(matrix[rows].astype(np.float32).toarray()) @ dense
+    torch.testing.assert_close(part.matmul(dense[torch.from_numpy(columns)]), want)
+    with pytest.raises(ValueError, match="outside the columns given"):
+        block.take_rows(rows, used[1:])

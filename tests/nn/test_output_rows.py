@@ -1,8 +1,11 @@
 """Training's logits of the loss's rows only: ``GNN(x, graph, rows)`` equals the full forward's
 rows ``rows``, values and gradients, whether the last layer computes only those rows (GCN,
 SAGE mean/sum: its aggregation reads only their edges) or every row and selects (GAT, SAGE-max,
-residual models). The trainer asks for the training rows this way; its launches on several
-ranks are checked against one process in tests/engine."""
+residual models). Where the graph tells which rows those read (one rank), the layers before
+compute only the rows read after them: with dropout 0 the same numbers; with dropout the
+hidden mask is drawn over the rows computed, checked against the whole layers on that mask.
+The trainer asks for the training rows this way; its launches on several ranks are checked
+against one process in tests/engine."""
 
 import numpy as np
 import pytest
@@ -16,7 +19,9 @@ from gnnscale.nn import dropout as dropout_module
 
 
 def _problem():
-    data = generate_sbm(num_nodes=400, num_classes=4, avg_degree=8.0, num_features=40,
+    # sparse enough that the training rows and their in-neighbours are not every node (226
+    # of 400), nor are their in-neighbours in turn (339)
+    data = generate_sbm(num_nodes=400, num_classes=4, avg_degree=3.0, num_features=40,
                         train_per_class=20, num_val=40, num_test=40, seed=5)
     return LocalProblem.from_graph_data(data, np.zeros(data.num_nodes, np.int64),
                                         SingleCommunicator())
@@ -28,9 +33,13 @@ def _problem():
     ("gcn", {"residual": True}), ("gcn", {"num_layers": 1}), ("sage", {"num_layers": 3}),
 ])
 @pytest.mark.parametrize("p", [0.5, 0.0])
-def test_rows_equal_the_full_forward_selected(model, kwargs, p):
+def test_rows_equal_the_full_forward_selected(model, kwargs, p, monkeypatch):
     problem = _problem()
     rows = problem.masks["train"].nonzero().squeeze(1)
+    read = problem.graph.rows_read_by(rows)
+    assert read is not None and rows.numel() < read.numel() < problem.graph.num_owned
+    if p > 0:  # the same masks only where every row is computed before the last layer
+        monkeypatch.setattr(problem.graph, "rows_read_by", lambda rows: None)
     grad = torch.randn(rows.numel(), 4, generator=torch.Generator().manual_seed(1))
     results = []
     for selected in (False, True):
@@ -65,3 +74,60 @@ def test_the_rows_blocks_are_built_once_per_rows_tensor():
     # no gradient: the whole aggregate (which may be kept) selected
     torch.testing.assert_close(graph.aggregate_rows(x.detach(), "gcn", rows),
                                graph.aggregate(x.detach(), "gcn").index_select(0, rows))
+
+
+@pytest.mark.parametrize("model, kwargs", [
+    ("gcn", {}), ("sage", {}), ("gcn", {"order": "aggregate_first"}),
+    ("sage", {"order": "aggregate_first"}),
+])
+def test_narrowed_rows_with_dropout_equal_the_whole_layers_on_the_mask_drawn(model, kwargs):
+    """The first layer computes only the rows the last one reads; with dropout its ReLU and
+    dropout run over those rows. The whole layers, on the input dropout's mask and that
+    hidden mask (zeros elsewhere, which no loss row reads), give the same logits and
+    gradients."""
+    problem = _problem()
+    graph, x = problem.graph, problem.x
+    rows = problem.masks["train"].nonzero().squeeze(1)
+    read = graph.rows_read_by(rows)
+    grad = torch.randn(rows.numel(), 4, generator=torch.Generator().manual_seed(1))
+    results = []
+    for narrowed in (True, False):
+        torch.manual_seed(0)
+        net = GNN(model, 40, 16, 4, dropout=0.5, **kwargs)
+        net.train()
+        dropout_module.manual_seed(9)
+        if narrowed:
+            logits = net(x, graph, rows=rows)
+        else:  # the same draws, in the same order, on the whole layers
+            first = net.layers[0](dropout_module.dropout(x, 0.5), graph)
+            hidden = dropout_module.relu_dropout(first.index_select(0, read), 0.5)
+            spread = torch.zeros(graph.num_owned, 16).index_copy(0, read, hidden)
+            logits = net.layers[1](spread, graph).index_select(0, rows)
+        logits.backward(grad)
+        results.append((logits.detach(), [q.grad.clone() for q in net.parameters()]))
+    (subset, subset_grads), (whole, whole_grads) = results
+    torch.testing.assert_close(subset, whole, rtol=1e-5, atol=1e-5)
+    for want, got in zip(whole_grads, subset_grads):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_rows_read_are_the_rows_and_their_in_neighbours_and_none_with_a_halo(monkeypatch):
+    problem = _problem()
+    graph = problem.graph
+    rows = problem.masks["train"].nonzero().squeeze(1)
+    read = graph.rows_read_by(rows)
+    indptr, indices = graph.view.indptr, graph.view.indices
+    expected = set(rows.tolist())
+    for r in rows.tolist():
+        expected.update(int(c) for c in indices[indptr[r]:indptr[r + 1]])
+    assert read.tolist() == sorted(expected)
+    assert graph.rows_read_by(rows) is read  # kept per rows tensor
+    every = torch.arange(graph.num_owned)
+    assert graph.rows_read_by(every) is None  # nothing to narrow
+    x = torch.randn(read.numel(), 8, requires_grad=True)
+    spread = torch.zeros(graph.num_owned, 8).index_copy(0, read, x)
+    torch.testing.assert_close(graph.aggregate_rows(x, "gcn", rows, read),
+                               graph.aggregate_rows(spread, "gcn", rows))
+    # where a halo is exchanged other ranks read this rank's rows too: nothing narrowed
+    monkeypatch.setattr(type(graph.halo_plan), "exchanges_anything", property(lambda _: True))
+    assert graph.rows_read_by(rows.clone()) is None
