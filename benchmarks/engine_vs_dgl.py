@@ -38,6 +38,14 @@ Variants, per model, all in one process:
     PYTHONPATH=. $(make -s dgl-env-path)/bin/python benchmarks/engine_vs_dgl.py \
         --variants gnnscale gnnscale_bf16 dgl dgl_bf16 pyg_edge_index pyg_csr
 
+``--device cuda`` runs every variant on the first GPU (gnnscale's LocalProblem and model, the
+peers' graphs, features and layers moved there; bf16 autocast on "cuda"), synchronises around
+each timed step and records, per variant, the most a step allocates on the GPU beyond what was
+allocated before it (``gpu_step_peak_bytes``). DGL's variants need a CUDA build of DGL; for
+the README's GPU table, where torch_geometric is installed beside a CUDA build of torch:
+
+    bash benchmarks/gpu_checks.sh OUT_DIR
+
 Every variant starts from gnnscale's initial weights (copied), so the losses are comparable;
 with ``--dropout 0`` every variant's first loss is the same up to rounding (about 1e-5).
 PyG's GATConv (both inputs) keeps [edges, heads, width] messages and several [edges, heads]
