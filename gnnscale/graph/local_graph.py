@@ -106,6 +106,14 @@ class LocalGraph(RankGraph):
         self._keep_for(("read_by",), rows, None, (result,))
         return result
 
+    def positions_in(self, rows: torch.Tensor, columns: torch.Tensor) -> torch.Tensor:
+        """As :meth:`RankGraph.positions_in`, kept per rows and columns tensor."""
+        cached = self._cached_for(("positions",), rows, columns)
+        if cached is None:
+            cached = (super().positions_in(rows, columns),)
+            self._keep_for(("positions",), rows, columns, cached)
+        return cached[0]
+
     def _row_blocks(self, kind: str, rows: torch.Tensor,
                     columns: torch.Tensor | None = None) -> tuple[SparseBlock, SparseBlock]:
         """(inner, boundary) blocks of rows ``rows`` of the ``kind``-normalised adjacency

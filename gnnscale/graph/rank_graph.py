@@ -95,6 +95,11 @@ class RankGraph(abc.ABC):
                              "columns (its rows_read_by gives none)")
         return self.aggregate(owned, kind).index_select(0, rows)
 
+    def positions_in(self, rows: torch.Tensor, columns: torch.Tensor) -> torch.Tensor:
+        """Where owned rows ``rows`` sit in the sorted owned rows ``columns`` (all among them),
+        e.g. the loss's rows in the rows a layer before computed."""
+        return torch.searchsorted(columns, rows)
+
     def rows_read_by(self, rows: torch.Tensor) -> torch.Tensor | None:
         """The owned rows an aggregation's rows ``rows`` read, ``rows`` among them (sorted
         int64), so that a layer feeding only those rows may compute only those; None where

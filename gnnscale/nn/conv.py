@@ -47,12 +47,13 @@ def aggregate_rows(graph: RankGraph, x: torch.Tensor, kind: str, rows: torch.Ten
     return graph.aggregate_rows(x, kind, rows, columns)
 
 
-def _select(x: torch.Tensor, rows: torch.Tensor | None,
-            columns: torch.Tensor | None = None) -> torch.Tensor:
-    """Owned rows ``rows`` of ``x``, which holds every owned row or (sorted) ``columns``."""
+def _select(x: torch.Tensor, rows: torch.Tensor | None, columns: torch.Tensor | None = None,
+            graph: RankGraph | None = None) -> torch.Tensor:
+    """Owned rows ``rows`` of ``x``, which holds every owned row or (sorted) ``columns``
+    (their positions there from ``graph``)."""
     if rows is None:
         return x
-    return x.index_select(0, rows if columns is None else torch.searchsorted(columns, rows))
+    return x.index_select(0, rows if columns is None else graph.positions_in(rows, columns))
 
 
 class GCNLayer(nn.Module):
@@ -212,7 +213,7 @@ class SAGELayer(nn.Module):
             # the root transform
             neigh = aggregate_rows(graph, F.linear(x, self.lin_l.weight), self.aggr, rows,
                                    columns)
-            return neigh + F.linear(_select(x, rows, columns), self.lin_r.weight,
+            return neigh + F.linear(_select(x, rows, columns, graph), self.lin_r.weight,
                                     self.lin_l.bias)
         # aggregate @ W_l^T + b, then x @ W_r^T added into it in place: no [N, 2 F_in] copy of
         # [aggregate | x] kept for backward, no gradient of it split backward; autograd keeps
@@ -220,7 +221,7 @@ class SAGELayer(nn.Module):
         neigh = aggregate_rows(graph, x, self.aggr, rows, columns)
         out = F.linear(neigh, self.lin_l.weight, self.lin_l.bias)
         # in-place ops are not autocast: the root product takes the output's dtype itself
-        return out.addmm_(_select(x, rows, columns).to(out.dtype),
+        return out.addmm_(_select(x, rows, columns, graph).to(out.dtype),
                           self.lin_r.weight.t().to(out.dtype))
 
     def forward_unbiased(self, x: torch.Tensor, graph: RankGraph,
@@ -232,7 +233,7 @@ class SAGELayer(nn.Module):
         bias = self.lin_l.bias
         if self.aggr == "max" or bias is None:
             return self(x, graph, rows, columns), None
-        root = _select(x, rows, columns)
+        root = _select(x, rows, columns, graph)
         if self.transform_first:
             neigh = aggregate_rows(graph, F.linear(x, self.lin_l.weight), self.aggr, rows,
                                    columns)
@@ -258,7 +259,7 @@ class SAGELayer(nn.Module):
         both = relu_dropout_linear(h, weights, p, training, bias)
         neigh = aggregate_rows(graph, both[:, :self.out_dim].contiguous(), self.aggr, rows,
                                columns)
-        root = _select(both, rows, columns)[:, self.out_dim:]
+        root = _select(both, rows, columns, graph)[:, self.out_dim:]
         return neigh + (root + self.lin_l.bias if self.lin_l.bias is not None else root)
 
     def _forward_max(self, x: torch.Tensor, graph: RankGraph) -> torch.Tensor:
