@@ -165,3 +165,13 @@ def test_gnn_is_the_same_with_and_without_the_fusion(model, layers, p, hidden, m
     assert fused_grads.keys() == plain_grads.keys()
     for name in plain_grads:
         torch.testing.assert_close(fused_grads[name], plain_grads[name], rtol=1e-4, atol=1e-5)
+
+
+def test_stacked_rows_are_the_two_gathers_side_by_side():
+    from gnnscale.nn.stacked_rows import stacked_rows
+
+    a, b = torch.randn(50, 7), torch.randn(50, 3)
+    rows = torch.tensor([49, 0, 3, 3, 17])
+    assert torch.equal(stacked_rows(a, b, rows), torch.cat([a[rows], b[rows]], dim=1))
+    with pytest.raises(ValueError, match="no gradient"):
+        stacked_rows(a.requires_grad_(), b, rows)
