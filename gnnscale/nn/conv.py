@@ -239,16 +239,18 @@ class SAGELayer(nn.Module):
                                    columns)
             # not in place: under no_grad the aggregate may be the graph's kept copy
             return neigh + F.linear(_select(x, rows, columns, graph), self.lin_r.weight), bias
-        if rows is not None and columns is None and not x.requires_grad and can_fuse(x):
-            # the rows gathered side by side: one product of depth 2 F_in (stacked_rows.py)
-            pending = PendingLinear(
-                [stacked_rows(graph.aggregate(x, self.aggr), x, rows)],
-                [torch.cat([self.lin_l.weight, self.lin_r.weight], dim=1)])
-            if can_fuse(pending):
-                return pending, bias
+        weights = [self.lin_l.weight, self.lin_r.weight]
+        if rows is not None and columns is None and not x.requires_grad:
+            # the rows gathered side by side: one product of depth 2 F_in (stacked_rows.py),
+            # decided before gathering (x stands in for the stacked rows: the same dtype,
+            # device and rank), so a pass that cannot take it gathers nothing
+            stacked_weight = torch.cat(weights, dim=1)
+            if can_fuse(PendingLinear([x], [stacked_weight])):
+                return PendingLinear([stacked_rows(graph.aggregate(x, self.aggr), x, rows)],
+                                     [stacked_weight]), bias
         neigh = aggregate_rows(graph, x, self.aggr, rows, columns)
         root = _select(x, rows, columns, graph)
-        pending = PendingLinear([neigh, root], [self.lin_l.weight, self.lin_r.weight])
+        pending = PendingLinear([neigh, root], weights)
         if can_fuse(pending):
             return pending, bias
         if can_use_linear_sum(neigh) and root.dtype == neigh.dtype:

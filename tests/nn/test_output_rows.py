@@ -131,3 +131,41 @@ def test_rows_read_are_the_rows_and_their_in_neighbours_and_none_with_a_halo(mon
     # where a halo is exchanged other ranks read this rank's rows too: nothing narrowed
     monkeypatch.setattr(type(graph.halo_plan), "exchanges_anything", property(lambda _: True))
     assert graph.rows_read_by(rows.clone()) is None
+
+
+@pytest.mark.parametrize("p", [0.0, 0.5])
+def test_sage_first_layer_narrowed_forms_one_stacked_product(p, monkeypatch):
+    """A SAGE first layer that aggregates first (40 -> 64) before one that transforms first
+    gathers the rows read side by side (stacked_rows) and forms one product: the same logits
+    and gradients as the whole forward (dropout 0) or the whole layers on the masks drawn."""
+    from gnnscale.nn import conv
+
+    calls = []
+    real = conv.stacked_rows
+    monkeypatch.setattr(conv, "stacked_rows", lambda *a: calls.append(1) or real(*a))
+    problem = _problem()
+    graph, x = problem.graph, problem.x
+    rows = problem.masks["train"].nonzero().squeeze(1)
+    read = graph.rows_read_by(rows)
+    grad = torch.randn(rows.numel(), 4, generator=torch.Generator().manual_seed(1))
+    results = []
+    for narrowed in (True, False):
+        torch.manual_seed(0)
+        net = GNN("sage", 40, 64, 4, dropout=p)
+        net.train()
+        dropout_module.manual_seed(9)
+        if narrowed:
+            logits = net(x, graph, rows=rows)
+        else:
+            first = net.layers[0](dropout_module.dropout(x, p) if p else x, graph)
+            hidden = (dropout_module.relu_dropout(first.index_select(0, read), p) if p
+                      else torch.relu(first.index_select(0, read)))
+            spread = torch.zeros(graph.num_owned, 64).index_copy(0, read, hidden)
+            logits = net.layers[1](spread, graph).index_select(0, rows)
+        logits.backward(grad)
+        results.append((logits.detach(), [q.grad.clone() for q in net.parameters()]))
+    assert calls  # the stacked product was formed
+    (subset, subset_grads), (whole, whole_grads) = results
+    torch.testing.assert_close(subset, whole, rtol=1e-5, atol=1e-5)
+    for want, got in zip(whole_grads, subset_grads):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
