@@ -76,15 +76,11 @@ def test_the_rows_blocks_are_built_once_per_rows_tensor():
                                graph.aggregate(x.detach(), "gcn").index_select(0, rows))
 
 
-@pytest.mark.parametrize("model, kwargs", [
-    ("gcn", {}), ("sage", {}), ("gcn", {"order": "aggregate_first"}),
-    ("sage", {"order": "aggregate_first"}),
-])
-def test_narrowed_rows_with_dropout_equal_the_whole_layers_on_the_mask_drawn(model, kwargs):
-    """The first layer computes only the rows the last one reads; with dropout its ReLU and
-    dropout run over those rows. The whole layers, on the input dropout's mask and that
-    hidden mask (zeros elsewhere, which no loss row reads), give the same logits and
-    gradients."""
+def _check_narrowed_against_whole_layers(model: str, hidden: int, p: float, **kwargs):
+    """A 2-layer ``model``'s logits of the training rows, its first layer computing only the
+    rows those read, against the whole layers on the same draws (the input dropout's mask
+    and the hidden mask drawn over the rows read, zeros elsewhere, which no loss row reads):
+    the same logits and parameter gradients."""
     problem = _problem()
     graph, x = problem.graph, problem.x
     rows = problem.masks["train"].nonzero().squeeze(1)
@@ -93,15 +89,15 @@ def test_narrowed_rows_with_dropout_equal_the_whole_layers_on_the_mask_drawn(mod
     results = []
     for narrowed in (True, False):
         torch.manual_seed(0)
-        net = GNN(model, 40, 16, 4, dropout=0.5, **kwargs)
+        net = GNN(model, 40, hidden, 4, dropout=p, **kwargs)
         net.train()
         dropout_module.manual_seed(9)
         if narrowed:
             logits = net(x, graph, rows=rows)
         else:  # the same draws, in the same order, on the whole layers
-            first = net.layers[0](dropout_module.dropout(x, 0.5), graph)
-            hidden = dropout_module.relu_dropout(first.index_select(0, read), 0.5)
-            spread = torch.zeros(graph.num_owned, 16).index_copy(0, read, hidden)
+            first = net.layers[0](dropout_module.dropout(x, p), graph)
+            hidden_rows = dropout_module.relu_dropout(first.index_select(0, read), p)
+            spread = torch.zeros(graph.num_owned, hidden).index_copy(0, read, hidden_rows)
             logits = net.layers[1](spread, graph).index_select(0, rows)
         logits.backward(grad)
         results.append((logits.detach(), [q.grad.clone() for q in net.parameters()]))
@@ -109,6 +105,16 @@ def test_narrowed_rows_with_dropout_equal_the_whole_layers_on_the_mask_drawn(mod
     torch.testing.assert_close(subset, whole, rtol=1e-5, atol=1e-5)
     for want, got in zip(whole_grads, subset_grads):
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("model, kwargs", [
+    ("gcn", {}), ("sage", {}), ("gcn", {"order": "aggregate_first"}),
+    ("sage", {"order": "aggregate_first"}),
+])
+def test_narrowed_rows_with_dropout_equal_the_whole_layers_on_the_mask_drawn(model, kwargs):
+    """The first layer computes only the rows the last one reads; with dropout its ReLU and
+    dropout run over those rows."""
+    _check_narrowed_against_whole_layers(model, 16, 0.5, **kwargs)
 
 
 def test_rows_read_are_the_rows_and_their_in_neighbours_and_none_with_a_halo(monkeypatch):
@@ -137,35 +143,11 @@ def test_rows_read_are_the_rows_and_their_in_neighbours_and_none_with_a_halo(mon
 def test_sage_first_layer_narrowed_forms_one_stacked_product(p, monkeypatch):
     """A SAGE first layer that aggregates first (40 -> 64) before one that transforms first
     gathers the rows read side by side (stacked_rows) and forms one product: the same logits
-    and gradients as the whole forward (dropout 0) or the whole layers on the masks drawn."""
+    and gradients as the whole layers (dropout 0: as the whole forward)."""
     from gnnscale.nn import conv
 
     calls = []
     real = conv.stacked_rows
     monkeypatch.setattr(conv, "stacked_rows", lambda *a: calls.append(1) or real(*a))
-    problem = _problem()
-    graph, x = problem.graph, problem.x
-    rows = problem.masks["train"].nonzero().squeeze(1)
-    read = graph.rows_read_by(rows)
-    grad = torch.randn(rows.numel(), 4, generator=torch.Generator().manual_seed(1))
-    results = []
-    for narrowed in (True, False):
-        torch.manual_seed(0)
-        net = GNN("sage", 40, 64, 4, dropout=p)
-        net.train()
-        dropout_module.manual_seed(9)
-        if narrowed:
-            logits = net(x, graph, rows=rows)
-        else:
-            first = net.layers[0](dropout_module.dropout(x, p) if p else x, graph)
-            hidden = (dropout_module.relu_dropout(first.index_select(0, read), p) if p
-                      else torch.relu(first.index_select(0, read)))
-            spread = torch.zeros(graph.num_owned, 64).index_copy(0, read, hidden)
-            logits = net.layers[1](spread, graph).index_select(0, rows)
-        logits.backward(grad)
-        results.append((logits.detach(), [q.grad.clone() for q in net.parameters()]))
+    _check_narrowed_against_whole_layers("sage", 64, p)
     assert calls  # the stacked product was formed
-    (subset, subset_grads), (whole, whole_grads) = results
-    torch.testing.assert_close(subset, whole, rtol=1e-5, atol=1e-5)
-    for want, got in zip(whole_grads, subset_grads):
-        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
