@@ -75,13 +75,13 @@ class DistributedAggregate(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, owned: torch.Tensor, inner: SparseBlock, boundary: SparseBlock,
-                plan: HaloPlan) -> torch.Tensor:
-        ctx.blocks = (inner, boundary, plan)
+                plan: HaloPlan, send_index: torch.Tensor | None = None) -> torch.Tensor:
+        ctx.blocks = (inner, boundary, plan, send_index)
         if not plan.exchanges_anything:
             return inner.matmul(owned)
         out, arrivals = _exchange_in_blocks(
             plan, _column_blocks(plan, owned),
-            lambda cols: plan.post_forward(_columns(owned, cols)),
+            lambda cols: plan.post_forward(_columns(owned, cols), send_index),
             lambda progress: inner.matmul(owned, progress))
         for cols, halo, progress in arrivals:
             if boundary.nnz:  # added into out: no second [num_owned, F] tensor
@@ -90,28 +90,30 @@ class DistributedAggregate(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_out: torch.Tensor):
-        inner, boundary, plan = ctx.blocks
+        inner, boundary, plan, send_index = ctx.blocks
         if not ctx.needs_input_grad[0]:
             # Input features need no gradient (e.g. the first layer aggregating raw features):
             # skip the transposed products and the reverse exchange. Every rank runs the same
             # layers, so every rank skips the same collective.
-            return None, None, None, None
+            return None, None, None, None, None
         grad_out = grad_out.contiguous()
         if not plan.exchanges_anything:
-            return inner.matmul_transposed(grad_out), None, None, None
+            return inner.matmul_transposed(grad_out), None, None, None, None
         grad_owned, arrivals = _exchange_in_blocks(
             plan, _column_blocks(plan, grad_out),
             lambda cols: plan.post_backward(boundary.matmul_transposed(_columns(grad_out, cols))),
             lambda progress: inner.matmul_transposed(grad_out, progress))
         for cols, sent_grad, _ in arrivals:
-            plan.accumulate_into_owned(_columns(grad_owned, cols), sent_grad)
-        return grad_owned, None, None, None
+            plan.accumulate_into_owned(_columns(grad_owned, cols), sent_grad, send_index)
+        return grad_owned, None, None, None, None
 
 
 def aggregate(owned: torch.Tensor, inner: SparseBlock, boundary: SparseBlock,
-              plan: HaloPlan) -> torch.Tensor:
+              plan: HaloPlan, send_index: torch.Tensor | None = None) -> torch.Tensor:
     """``[A_inner | A_boundary] @ [owned; halo]`` for this rank's rows, halo fetched as needed.
 
-    owned: [num_owned, F] features of this rank's nodes. Returns [num_owned, F].
+    owned: [num_owned, F] features of this rank's nodes (or of some of them, the inner
+    block's columns renumbered to match, ``send_index`` then giving where the rows peers
+    read sit in it: :meth:`HaloPlan.send_positions`). Returns [inner rows, F].
     """
-    return DistributedAggregate.apply(owned, inner, boundary, plan)
+    return DistributedAggregate.apply(owned, inner, boundary, plan, send_index)

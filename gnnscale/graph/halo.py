@@ -157,9 +157,12 @@ class HaloPlan:
             return work
         return Work(lambda: work.wait().to(rows.dtype), test_fn=work.test)
 
-    def post_forward(self, owned: torch.Tensor) -> Work:
-        """Start sending requested owned rows; ``wait()`` gives the halo rows [num_halo, F]."""
-        return self.post(owned.index_select(0, self.send_index), *self.counts())
+    def post_forward(self, owned: torch.Tensor, send_index: torch.Tensor | None = None) -> Work:
+        """Start sending requested owned rows; ``wait()`` gives the halo rows [num_halo, F].
+        ``send_index``: where the sent rows sit in ``owned`` when it holds only some owned
+        rows (:meth:`send_positions`); default :attr:`send_index` (every owned row)."""
+        index = self.send_index if send_index is None else send_index
+        return self.post(owned.index_select(0, index), *self.counts())
 
     def post_backward(self, halo_grad: torch.Tensor) -> Work:
         """Start returning halo gradients to their owners; ``wait()`` gives the sent-row grads."""
@@ -172,11 +175,23 @@ class HaloPlan:
         self.stats.halo_wait_s += time.perf_counter() - start
         return result
 
-    def accumulate_into_owned(self, owned_grad: torch.Tensor, sent_grad: torch.Tensor):
-        """Add gradients that came back for sent rows into their owned rows (in place)."""
+    def accumulate_into_owned(self, owned_grad: torch.Tensor, sent_grad: torch.Tensor,
+                              send_index: torch.Tensor | None = None):
+        """Add gradients that came back for sent rows into their owned rows (in place);
+        ``send_index`` as for :meth:`post_forward`."""
         if sent_grad.shape[0]:
-            owned_grad.index_add_(0, self.send_index, sent_grad.to(owned_grad.dtype))
+            index = self.send_index if send_index is None else send_index
+            owned_grad.index_add_(0, index, sent_grad.to(owned_grad.dtype))
         return owned_grad
+
+    def send_positions(self, columns: torch.Tensor) -> torch.Tensor:
+        """Where the sent rows sit among the sorted owned rows ``columns`` (every sent row
+        among them): the ``send_index`` of a tensor holding only those rows."""
+        positions = torch.searchsorted(columns, self.send_index)
+        if positions.numel() and (int(positions.max()) >= columns.numel() or not torch.equal(
+                columns.index_select(0, positions), self.send_index)):
+            raise ValueError("send_positions: a sent row is not among the columns given")
+        return positions
 
 
 class HaloExchange(torch.autograd.Function):

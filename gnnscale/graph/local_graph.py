@@ -86,13 +86,24 @@ class LocalGraph(RankGraph):
         if columns is None and (not owned.requires_grad or self.active_policy() is not None):
             return super().aggregate_rows(owned, kind, rows)
         inner, boundary = self._row_blocks(kind, rows, columns)
-        return aggregate(owned, inner, boundary, self.halo_plan)
+        send_index = None
+        if columns is not None and self.halo_plan.exchanges_anything:
+            send_index = self._send_positions(columns)
+        return aggregate(owned, inner, boundary, self.halo_plan, send_index)
+
+    def _send_positions(self, columns: torch.Tensor) -> torch.Tensor:
+        """:meth:`HaloPlan.send_positions` in ``columns``, kept per columns tensor."""
+        cached = self._cached_for(("send",), columns, None)
+        if cached is None:
+            cached = (self.halo_plan.send_positions(columns),)
+            self._keep_for(("send",), columns, None, cached)
+        return cached[0]
 
     def rows_read_by(self, rows: torch.Tensor) -> torch.Tensor | None:
-        """``rows`` and their owned in-neighbours (sorted; kept per rows tensor), where no
-        rank exchanges a halo (with one, other ranks read this rank's rows too); None where
-        that is every owned row or a halo is exchanged."""
-        if self.halo_plan.exchanges_anything:
+        """``rows``, their owned in-neighbours and every row sent to a peer's halo (peers'
+        rows read those; sorted, kept per rows tensor); None where that is every owned row,
+        or where a staleness policy is set (its exchanges send every owned row)."""
+        if self.staleness is not None:
             return None
         cached = self._cached_for(("read_by",), rows, None)
         if cached is not None:
@@ -100,7 +111,9 @@ class LocalGraph(RankGraph):
         chosen = rows.cpu().numpy()
         read = np.zeros(self.num_owned, dtype=bool)
         read[chosen] = True
-        read[np.asarray(self.view.indices)[csr_row_positions(self.view.indptr, chosen)[1]]] = True
+        sources = np.asarray(self.view.indices)[csr_row_positions(self.view.indptr, chosen)[1]]
+        read[sources[sources < self.num_owned]] = True  # local columns: owned, then halo
+        read[self.halo_plan.send_index.cpu().numpy()] = True
         result = (None if read.all()
                   else torch.from_numpy(np.flatnonzero(read)).to(self.device))
         self._keep_for(("read_by",), rows, None, (result,))

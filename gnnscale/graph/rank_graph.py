@@ -103,7 +103,8 @@ class RankGraph(abc.ABC):
     def rows_read_by(self, rows: torch.Tensor) -> torch.Tensor | None:
         """The owned rows an aggregation's rows ``rows`` read, ``rows`` among them (sorted
         int64), so that a layer feeding only those rows may compute only those; None where
-        this graph cannot narrow its input (this default, or rows that others read too)."""
+        this graph cannot narrow its input (this default). Rows sent to other ranks are
+        among them: peers read those whatever their own rows."""
         return None
 
     # -- shared by both graph kinds -----------------------------------------------------

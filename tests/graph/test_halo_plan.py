@@ -136,3 +136,20 @@ def test_reverse_exchange_travels_while_the_work_in_between_runs_backward(overla
         posted = events.index("post reverse")
         assert events[posted + 1] == "wait reverse" and "work in between" in events
     torch.testing.assert_close(owned.grad, torch.tensor([[2.0, 2], [5, 5], [2, 2], [5, 5]]))
+
+
+def test_send_positions_place_the_sent_rows_among_some_owned_rows():
+    plan = HaloPlan(comm=SingleCommunicator(), num_owned=10, num_halo=0,
+                    send_index=torch.tensor([7, 2, 7, 9]), send_counts=[4], recv_counts=[4])
+    columns = torch.tensor([0, 2, 5, 7, 9])
+    positions = plan.send_positions(columns)
+    assert positions.tolist() == [3, 1, 3, 4]
+    assert torch.equal(columns[positions], plan.send_index)
+    owned = torch.arange(10.0).unsqueeze(1)
+    sent = plan.post_forward(owned[columns], positions).wait()  # one rank: sent to itself
+    assert sent.squeeze(1).tolist() == [7.0, 2.0, 7.0, 9.0]
+    grad = plan.accumulate_into_owned(torch.zeros(5, 1), torch.ones(4, 1), positions)
+    assert grad.squeeze(1).tolist() == [0.0, 1.0, 0.0, 2.0, 1.0]
+    for missing in (torch.tensor([0, 2, 5, 9]), torch.tensor([0, 2, 5, 7])):
+        with pytest.raises(ValueError, match="a sent row is not among the columns given"):
+            plan.send_positions(missing)
