@@ -102,8 +102,9 @@ class LocalGraph(RankGraph):
     def rows_read_by(self, rows: torch.Tensor) -> torch.Tensor | None:
         """``rows``, their owned in-neighbours and every row sent to a peer's halo (peers'
         rows read those; sorted, kept per rows tensor); None where that is every owned row,
-        or where a staleness policy is set (its exchanges send every owned row)."""
-        if self.staleness is not None:
+        or where a staleness policy is set on several ranks (its exchanges send every owned
+        row)."""
+        if self.staleness is not None and self.halo_plan.exchanges_anything:
             return None
         cached = self._cached_for(("read_by",), rows, None)
         if cached is not None:
