@@ -83,12 +83,16 @@ class LocalGraph(RankGraph):
         row that needs no gradient (its full aggregate may be kept) or a staleness policy at
         work takes every row and selects. ``columns`` as for
         :meth:`RankGraph.aggregate_rows` (from :meth:`rows_read_by`)."""
-        if columns is None and (not owned.requires_grad or self.active_policy() is not None):
+        policy = self.active_policy()
+        if columns is None and (not owned.requires_grad or policy is not None):
             return super().aggregate_rows(owned, kind, rows)
         inner, boundary = self._row_blocks(kind, rows, columns)
         send_index = None
         if columns is not None and self.halo_plan.exchanges_anything:
             send_index = self._send_positions(columns)
+        if policy is not None:  # the input holds only the rows read: the policy's halo
+            return StaleAggregate.apply(owned, inner, boundary, self.halo_plan, policy,
+                                        policy.next_slot(), send_index)
         return aggregate(owned, inner, boundary, self.halo_plan, send_index)
 
     def _send_positions(self, columns: torch.Tensor) -> torch.Tensor:
@@ -101,11 +105,8 @@ class LocalGraph(RankGraph):
 
     def rows_read_by(self, rows: torch.Tensor) -> torch.Tensor | None:
         """``rows``, their owned in-neighbours and every row sent to a peer's halo (peers'
-        rows read those; sorted, kept per rows tensor); None where that is every owned row,
-        or where a staleness policy is set on several ranks (its exchanges send every owned
-        row)."""
-        if self.staleness is not None and self.halo_plan.exchanges_anything:
-            return None
+        rows read those, fresh or stale; sorted, kept per rows tensor); None where that is
+        every owned row."""
         cached = self._cached_for(("read_by",), rows, None)
         if cached is not None:
             return cached[0]

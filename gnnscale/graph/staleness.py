@@ -268,10 +268,12 @@ class StaleAggregate(torch.autograd.Function):
     """``A_inner @ owned + A_boundary @ halo`` with the halo (and its gradient) from a policy."""
 
     @staticmethod
-    def forward(ctx, owned, inner, boundary, plan, policy, slot):
-        ctx.blocks = (inner, boundary, plan, policy, slot)
-        halo = policy.exchange((slot, "fwd"), owned.index_select(0, plan.send_index), plan,
-                               reverse=False, kind=FEATURES)
+    def forward(ctx, owned, inner, boundary, plan, policy, slot, send_index=None):
+        """``send_index``: as for :func:`~.aggregate.aggregate` (``owned`` holding only some
+        owned rows), default the plan's."""
+        ctx.blocks = (inner, boundary, plan, policy, slot, send_index)
+        sent = owned.index_select(0, plan.send_index if send_index is None else send_index)
+        halo = policy.exchange((slot, "fwd"), sent, plan, reverse=False, kind=FEATURES)
         out = inner.matmul(owned)
         if boundary.nnz:
             out = boundary.matmul(halo.to(out.dtype), add_to=out)
@@ -279,15 +281,15 @@ class StaleAggregate(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_out):
-        inner, boundary, plan, policy, slot = ctx.blocks
+        inner, boundary, plan, policy, slot, send_index = ctx.blocks
         if not ctx.needs_input_grad[0]:
-            return None, None, None, None, None, None
+            return None, None, None, None, None, None, None
         grad_out = grad_out.contiguous()
         halo_grad = boundary.matmul_transposed(grad_out)
         sent_grad = policy.exchange((slot, "bwd"), halo_grad, plan, reverse=True, kind=TO_OWNER)
         grad_owned = inner.matmul_transposed(grad_out)
-        plan.accumulate_into_owned(grad_owned, sent_grad)
-        return grad_owned, None, None, None, None, None
+        plan.accumulate_into_owned(grad_owned, sent_grad, send_index)
+        return grad_owned, None, None, None, None, None, None
 
 
 class StaleHaloExchange(torch.autograd.Function):

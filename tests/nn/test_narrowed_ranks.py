@@ -1,7 +1,8 @@
 """On several ranks the layers before the last compute only the rows read after them: the
 rows the loss's rows read and every row sent to a peer's halo (peers' rows read those). Under
 mpirun (2 and 3 ranks, METIS parts), each rank's training logits and parameter gradients equal
-the same model's computing every row (dropout 0); the whole trainer on several ranks is
+the same model's computing every row (dropout 0; exact halos, and a staleness policy's first
+step, which fetches them synchronously); the whole trainer on several ranks is
 checked against PyG on one process in tests/engine/test_exactness.py."""
 
 import json
@@ -12,7 +13,7 @@ import pytest
 from mpi_launch import run_python_mpi
 
 DRIVER = Path(__file__).with_name("narrowed_ranks_driver.py")
-CASES = 5  # the driver's CASES
+CASES = 7  # the driver's CASES
 
 
 @pytest.mark.parametrize("nprocs", [2, 3])

@@ -118,7 +118,7 @@ def test_narrowed_rows_with_dropout_equal_the_whole_layers_on_the_mask_drawn(mod
     _check_narrowed_against_whole_layers(model, 16, 0.5, **kwargs)
 
 
-def test_rows_read_are_the_rows_and_their_in_neighbours_and_none_with_a_halo(monkeypatch):
+def test_rows_read_are_the_rows_and_their_in_neighbours():
     problem = _problem()
     graph = problem.graph
     rows = problem.masks["train"].nonzero().squeeze(1)
@@ -135,11 +135,6 @@ def test_rows_read_are_the_rows_and_their_in_neighbours_and_none_with_a_halo(mon
     spread = torch.zeros(graph.num_owned, 8).index_copy(0, read, x)
     torch.testing.assert_close(graph.aggregate_rows(x, "gcn", rows, read),
                                graph.aggregate_rows(spread, "gcn", rows))
-    # a staleness policy's exchanges send every owned row: nothing narrowed on several ranks
-    monkeypatch.setattr(graph, "staleness", object())
-    assert graph.rows_read_by(rows.clone()) is not None  # one rank: no exchange
-    monkeypatch.setattr(type(graph.halo_plan), "exchanges_anything", property(lambda _: True))
-    assert graph.rows_read_by(rows.clone()) is None
 
 
 @pytest.mark.parametrize("p", [0.0, 0.5])
