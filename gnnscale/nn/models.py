@@ -148,9 +148,8 @@ class GNN(nn.Module):
         """Logits of every owned row, or of rows ``rows`` only (int64 owned row indices, e.g.
         the loss's: the last layer then computes only those where it can, its aggregation
         reading only their edges; otherwise every row is computed and these selected). Where
-        the graph can say which rows those read (:meth:`RankGraph.rows_read_by`: an edge cut
-        without a staleness policy; on several ranks the rows sent to peers' halos among
-        them), the layers before compute only the rows read after them: their products
+        the graph can say which rows those read (:meth:`RankGraph.rows_read_by`: an edge cut;
+        on several ranks the rows sent to peers' halos among them), the layers before compute only the rows read after them: their products
         and passes skip the nodes no loss row depends on (e.g. isolated nodes outside the
         loss). The hidden dropout then draws its mask over the rows computed, a different
         draw from the whole forward's."""
