@@ -2,12 +2,16 @@
 
 Used by test_rel_faults.py under ``mpirun``; nothing here is part of gnnscale itself.
 
-    python rel_fault_driver.py --pid-dir DIR [--raise-at RANK:EPOCH] -- <gnnscale train args>
+    python rel_fault_driver.py --pid-dir DIR [--raise-at RANK:EPOCH] [--step-delay S] \
+        -- <gnnscale train args>
 
 Every rank writes its pid to ``DIR/rank-<r>.pid`` (so a test can SIGKILL one rank of a running
 job). ``--raise-at`` makes that rank raise ``RuntimeError`` in the middle of that epoch: after the
 forward pass (whose halo exchanges the other ranks take part in), before backward, so the other
 ranks are left waiting in a collective; the time of the fault goes to ``DIR/fault-time``.
+``--step-delay`` sleeps that many seconds after each training step (same numbers, a slower
+job), so a test watching the metrics file can act between two given epochs of a job whose
+epochs take milliseconds.
 """
 
 import argparse
@@ -21,6 +25,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--pid-dir", required=True)
     parser.add_argument("--raise-at", default=None)
+    parser.add_argument("--step-delay", type=float, default=0.0)
     parser.add_argument("train_args", nargs=argparse.REMAINDER)
     opts = parser.parse_args()
     train_args = [a for a in opts.train_args if a != "--"]
@@ -48,6 +53,16 @@ def main() -> int:
             return original(self)
 
         trainer_module.Trainer.train_step = train_step
+
+    if opts.step_delay > 0:
+        stepped = trainer_module.Trainer.train_step
+
+        def delayed_step(self):
+            result = stepped(self)
+            time.sleep(opts.step_delay)
+            return result
+
+        trainer_module.Trainer.train_step = delayed_step
 
     from gnnscale.cli.main import main as gnnscale_main
 

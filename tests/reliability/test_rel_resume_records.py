@@ -62,7 +62,9 @@ def test_kill_between_checkpoints_then_resume_gives_the_uninterrupted_records(
 
     for attempt in range(3):  # a kill that lands after the window (loaded host): again
         run = tmp_path / f"run{attempt}"
-        driver = [sys.executable, str(DRIVER), "--pid-dir", str(run / "pids"), "--"]
+        # epochs of about 10 ms: each slowed by 0.1 s, so the kill lands in its window
+        driver = [sys.executable, str(DRIVER), "--pid-dir", str(run / "pids"),
+                  "--step-delay", "0.1", "--"]
         killed, _ = run_and_kill(launch(nprocs, [*driver, *train_args(run, datasets_root)]),
                                  run / "pids", run / "metrics.jsonl", victim=nprocs - 1,
                                  after_epoch=kill_after, timeout=400)
