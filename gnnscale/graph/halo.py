@@ -161,8 +161,13 @@ class HaloPlan:
         """Start sending requested owned rows; ``wait()`` gives the halo rows [num_halo, F].
         ``send_index``: where the sent rows sit in ``owned`` when it holds only some owned
         rows (:meth:`send_positions`); default :attr:`send_index` (every owned row)."""
-        index = self.send_index if send_index is None else send_index
-        return self.post(owned.index_select(0, index), *self.counts())
+        return self.post(self.sent_rows(owned, send_index), *self.counts())
+
+    def sent_rows(self, owned: torch.Tensor, send_index: torch.Tensor | None = None
+                  ) -> torch.Tensor:
+        """The rows of ``owned`` this rank sends, grouped by peer; ``send_index`` as for
+        :meth:`post_forward`."""
+        return owned.index_select(0, self.send_index if send_index is None else send_index)
 
     def post_backward(self, halo_grad: torch.Tensor) -> Work:
         """Start returning halo gradients to their owners; ``wait()`` gives the sent-row grads."""

@@ -97,75 +97,66 @@ class LocalGraph(RankGraph):
 
     def _send_positions(self, columns: torch.Tensor) -> torch.Tensor:
         """:meth:`HaloPlan.send_positions` in ``columns``, kept per columns tensor."""
-        cached = self._cached_for(("send",), columns, None)
-        if cached is None:
-            cached = (self.halo_plan.send_positions(columns),)
-            self._keep_for(("send",), columns, None, cached)
-        return cached[0]
+        return self._kept(("send",), columns, None,
+                          lambda: self.halo_plan.send_positions(columns))
 
     def rows_read_by(self, rows: torch.Tensor) -> torch.Tensor | None:
         """``rows``, their owned in-neighbours and every row sent to a peer's halo (peers'
         rows read those, fresh or stale; sorted, kept per rows tensor); None where that is
         every owned row."""
-        cached = self._cached_for(("read_by",), rows, None)
-        if cached is not None:
-            return cached[0]
-        chosen = rows.cpu().numpy()
-        read = np.zeros(self.num_owned, dtype=bool)
-        read[chosen] = True
-        sources = np.asarray(self.view.indices)[csr_row_positions(self.view.indptr, chosen)[1]]
-        read[sources[sources < self.num_owned]] = True  # local columns: owned, then halo
-        read[self.halo_plan.send_index.cpu().numpy()] = True
-        result = (None if read.all()
-                  else torch.from_numpy(np.flatnonzero(read)).to(self.device))
-        self._keep_for(("read_by",), rows, None, (result,))
-        return result
+        def build():
+            chosen = rows.cpu().numpy()
+            read = np.zeros(self.num_owned, dtype=bool)
+            read[chosen] = True
+            positions = csr_row_positions(self.view.indptr, chosen)[1]
+            sources = np.asarray(self.view.indices)[positions]
+            read[sources[sources < self.num_owned]] = True  # local columns: owned, then halo
+            read[self.halo_plan.send_index.cpu().numpy()] = True
+            return (None if read.all()
+                    else torch.from_numpy(np.flatnonzero(read)).to(self.device))
+        return self._kept(("read_by",), rows, None, build)
 
     def positions_in(self, rows: torch.Tensor, columns: torch.Tensor) -> torch.Tensor:
         """As :meth:`RankGraph.positions_in`, kept per rows and columns tensor."""
-        cached = self._cached_for(("positions",), rows, columns)
-        if cached is None:
-            cached = (super().positions_in(rows, columns),)
-            self._keep_for(("positions",), rows, columns, cached)
-        return cached[0]
+        return self._kept(("positions",), rows, columns,
+                          lambda: super(LocalGraph, self).positions_in(rows, columns))
 
     def _row_blocks(self, kind: str, rows: torch.Tensor,
                     columns: torch.Tensor | None = None) -> tuple[SparseBlock, SparseBlock]:
         """(inner, boundary) blocks of rows ``rows`` of the ``kind``-normalised adjacency
         (the inner block's columns renumbered to ``columns``, where given), kept per rows and
         columns tensor (the trainer passes the same ones each step)."""
-        cached = self._cached_for(("rows", kind), rows, columns)
-        if cached is not None:
-            return cached
-        chosen = rows.cpu().numpy()
-        inner, boundary = self.blocks(kind)
-        blocks = (inner.take_rows(chosen, None if columns is None else columns.cpu().numpy()),
-                  boundary.take_rows(chosen))
-        self._keep_for(("rows", kind), rows, columns, blocks)
-        return blocks
+        def build():
+            chosen = rows.cpu().numpy()
+            inner, boundary = self.blocks(kind)
+            return (inner.take_rows(chosen, None if columns is None
+                                    else columns.cpu().numpy()),
+                    boundary.take_rows(chosen))
+        return self._kept(("rows", kind), rows, columns, build)
 
     #: row-subset entries kept per kind of entry (the loss's rows, and the rows each earlier
     #: layer computes for them)
     ROW_ENTRIES = 4
 
-    def _cached_for(self, key: tuple, rows: torch.Tensor, columns: torch.Tensor | None):
-        """An entry :meth:`_keep_for` stored for these very tensors at their versions."""
-        for ref, version, col_ref, col_version, value in self._blocks.get(key, ()):
+    def _kept(self, key: tuple, rows: torch.Tensor, columns: torch.Tensor | None, build):
+        """``build()``'s value for these very tensors at their versions: the one kept under
+        ``key`` if there is one, else built now and kept (the newest :data:`ROW_ENTRIES` per
+        key whose tensors live; the tensors themselves are not kept alive)."""
+        entries = self._blocks.get(key, ())
+        for ref, version, col_ref, col_version, value in entries:
             if ref() is rows and version == rows._version and (
                     (columns is None and col_ref is None)
                     or (col_ref is not None and col_ref() is columns
                         and col_version == columns._version)):
                 return value
-        return None
-
-    def _keep_for(self, key: tuple, rows: torch.Tensor, columns: torch.Tensor | None,
-                  value) -> None:
+        value = build()
         entry = (weakref.ref(rows), rows._version,
                  None if columns is None else weakref.ref(columns),
                  None if columns is None else columns._version, value)
-        alive = [e for e in self._blocks.get(key, ())
+        alive = [e for e in entries
                  if e[0]() is not None and (e[2] is None or e[2]() is not None)]
         self._blocks[key] = [entry] + alive[:self.ROW_ENTRIES - 1]
+        return value
 
     def gather_with_halo(self, owned: torch.Tensor) -> torch.Tensor:
         """``[owned; halo]`` rows (differentiable), for layers that need source features."""

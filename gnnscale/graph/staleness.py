@@ -272,8 +272,8 @@ class StaleAggregate(torch.autograd.Function):
         """``send_index``: as for :func:`~.aggregate.aggregate` (``owned`` holding only some
         owned rows), default the plan's."""
         ctx.blocks = (inner, boundary, plan, policy, slot, send_index)
-        sent = owned.index_select(0, plan.send_index if send_index is None else send_index)
-        halo = policy.exchange((slot, "fwd"), sent, plan, reverse=False, kind=FEATURES)
+        halo = policy.exchange((slot, "fwd"), plan.sent_rows(owned, send_index), plan,
+                               reverse=False, kind=FEATURES)
         out = inner.matmul(owned)
         if boundary.nnz:
             out = boundary.matmul(halo.to(out.dtype), add_to=out)
@@ -298,7 +298,7 @@ class StaleHaloExchange(torch.autograd.Function):
     @staticmethod
     def forward(ctx, owned, plan, policy, slot):
         ctx.state = (plan, policy, slot, owned.shape[0])
-        return policy.exchange((slot, "fwd"), owned.index_select(0, plan.send_index), plan,
+        return policy.exchange((slot, "fwd"), plan.sent_rows(owned), plan,
                                reverse=False, kind=FEATURES).to(owned.dtype)
 
     @staticmethod

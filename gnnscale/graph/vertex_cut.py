@@ -66,7 +66,7 @@ class VertexCutAggregate(torch.autograd.Function):
     def forward(ctx, owned, blocks, plan, policy, slot):
         oo, om, mo, mm = blocks
         ctx.state = (blocks, plan, policy, slot)
-        handle = policy.start((slot, "fwd"), owned.index_select(0, plan.send_index), plan,
+        handle = policy.start((slot, "fwd"), plan.sent_rows(owned), plan,
                               reverse=False, kind=FEATURES)
         out = oo.matmul(owned)
         mirror = policy.finish(handle, plan).to(owned.dtype)
@@ -81,7 +81,7 @@ class VertexCutAggregate(torch.autograd.Function):
         if not ctx.needs_input_grad[0]:
             return None, None, None, None, None
         grad_out = grad_out.contiguous()
-        handle = policy.start((slot, "bwd"), grad_out.index_select(0, plan.send_index), plan,
+        handle = policy.start((slot, "bwd"), plan.sent_rows(grad_out), plan,
                               reverse=False, kind=TO_OWNER)
         grad_owned = oo.matmul_transposed(grad_out)
         grad_mirror_partial = policy.finish(handle, plan).to(grad_out.dtype)
@@ -132,7 +132,7 @@ class VertexCutGraph(RankGraph):
         if plan.exchanges_anything:
             plan.accumulate_into_owned(owned, self.comm.alltoallv(
                 mirror.contiguous(), *plan.counts(reverse=True)))
-            mirror = self.comm.alltoallv(owned.index_select(0, plan.send_index).contiguous(),
+            mirror = self.comm.alltoallv(plan.sent_rows(owned).contiguous(),
                                          *plan.counts())
         total = torch.cat([owned, mirror]).numpy()
         return total[:, 0].astype(np.int64), total[:, 1].astype(np.int64)
