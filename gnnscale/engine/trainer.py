@@ -21,6 +21,7 @@ from torch.nn import functional as F
 
 from ..comm import Communicator
 from ..nn import dropout as dropout_rng
+from ..nn.gemm import uses_onednn
 from ..parallel import DataParallel
 from ..parallel.bucket_size import overlap_bucket_bytes
 from .evaluation import evaluate_global
@@ -71,6 +72,7 @@ class Trainer:
             raise ValueError(f"compute_dtype must be torch.float32 or torch.bfloat16, got "
                              f"{compute_dtype}")
         self.compute_dtype = compute_dtype if compute_dtype != torch.float32 else None
+        uses_onednn()  # GNNSCALE_GEMM read (and a bad value refused) before anything runs
         self.model = model
         self.problem = problem
         self.comm = comm

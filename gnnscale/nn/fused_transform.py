@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from .dropout import _CHUNK, _draw, _flat, _masked_scale, _relu_dropout_grad, tiled_bias
+from .gemm import addmm, mm
 
 #: bytes of activated rows per block: a few blocks fit the 2 MiB-per-core caches of this
 #: class of machine with room for the weight
@@ -122,9 +123,9 @@ def _pre_activation(inputs, weights) -> torch.Tensor:
     """``h``: the input itself (no weight), else ``sum_i x_i @ W_i^T`` in one output."""
     if weights[0] is None:
         return inputs[0].detach().contiguous()
-    h = torch.mm(inputs[0].detach(), weights[0].detach().t())
+    h = mm(inputs[0].detach(), weights[0].detach().t())
     for x, w in zip(inputs[1:], weights[1:]):
-        h.addmm_(x.detach(), w.detach().t())
+        h = addmm(h, x.detach(), w.detach().t())
     return h
 
 
@@ -143,8 +144,8 @@ class _ReluDropoutLinear(torch.autograd.Function):
         out = h.new_empty((h.shape[0], weight.shape[0]))
         with torch.no_grad():
             for lo, hi, buffer in _blocks(h):
-                torch.mm(_activate(h[lo:hi], lo, key, threshold, scale, tiled, buffer[0]),
-                         weight.t(), out=out[lo:hi])
+                mm(_activate(h[lo:hi], lo, key, threshold, scale, tiled, buffer[0]),
+                   weight.t(), out=out[lo:hi])
         products = weights[0] is not None
         saved = [x.detach() for x in inputs] if products else []
         ctx.save_for_backward(h, weight, bias, *saved,
@@ -179,13 +180,13 @@ class _ReluDropoutLinear(torch.autograd.Function):
         ones = h.new_ones(block_rows(width)) if need_bias else None
         for lo, hi, buffer in _blocks(h, 1 + need_weight + (not need_h) if need_pre else 1):
             if not need_pre:  # W' = sum over blocks of G^T relu_dropout(h + b), activated again
-                grad_weight.addmm_(grad[lo:hi].t(),
-                                   _activate(h[lo:hi], lo, key, threshold, scale, tiled,
-                                             buffer[0]))
+                grad_weight = addmm(grad_weight, grad[lo:hi].t(),
+                                    _activate(h[lo:hi], lo, key, threshold, scale, tiled,
+                                              buffer[0]))
                 continue
             # (G W) masked where the element was kept and positive, and (for W') the block
             # activated again, from one computation of the mask
-            through = torch.mm(grad[lo:hi], weight, out=buffer[0])
+            through = mm(grad[lo:hi], weight, scratch=buffer[0])
             values = buffer[1] if need_weight else None
             grad_pre = grad_h[lo:hi] if need_h else buffer[1 + need_weight]
             _relu_dropout_grad(_flat(through), _flat(h[lo:hi]), tiled, key,
@@ -193,14 +194,14 @@ class _ReluDropoutLinear(torch.autograd.Function):
                                _flat(values) if need_weight else no_values,
                                lo * width // _CHUNK)
             if need_weight:
-                grad_weight.addmm_(grad[lo:hi].t(), values)
+                grad_weight = addmm(grad_weight, grad[lo:hi].t(), values)
             if need_bias:  # a product with ones: faster than sum(0) over the cached block
                 grad_bias.addmv_(grad_pre.t(), ones[:hi - lo])
-            for x, w, grad_x, grad_w_t in zip(inputs, weights, grad_inputs, grad_weights_t):
-                if grad_w_t is not None:
-                    grad_w_t.addmm_(x[lo:hi].t(), grad_pre)
+            for i, (x, w, grad_x) in enumerate(zip(inputs, weights, grad_inputs)):
+                if grad_weights_t[i] is not None:
+                    grad_weights_t[i] = addmm(grad_weights_t[i], x[lo:hi].t(), grad_pre)
                 if grad_x is not None:
-                    torch.mm(grad_pre, w, out=grad_x[lo:hi])
+                    mm(grad_pre, w, out=grad_x[lo:hi])
         if products:
             grads = [*grad_inputs, *[g.t() if g is not None else None for g in grad_weights_t]]
         else:

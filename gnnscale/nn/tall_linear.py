@@ -17,6 +17,7 @@ from __future__ import annotations
 import torch
 
 from .fused_transform import cpu_autocast_dtype
+from .gemm import addmm, mm, mm_tn
 
 
 def can_use(x: torch.Tensor) -> bool:
@@ -37,9 +38,9 @@ class _LinearSum(torch.autograd.Function):
     @staticmethod
     def forward(ctx, count, *tensors):
         inputs, weights = tensors[:count], tensors[count:]
-        out = torch.mm(inputs[0], weights[0].t())
+        out = mm(inputs[0], weights[0].t())
         for x, weight in zip(inputs[1:], weights[1:]):
-            out.addmm_(x, weight.t())
+            out = addmm(out, x, weight.t())
         ctx.count = count
         ctx.save_for_backward(*tensors)
         return out
@@ -50,8 +51,8 @@ class _LinearSum(torch.autograd.Function):
         count = ctx.count
         inputs, weights = tensors[:count], tensors[count:]
         needs = ctx.needs_input_grad[1:]
-        grad_inputs = [grad.mm(weight) if need else None
+        grad_inputs = [mm(grad, weight) if need else None
                        for weight, need in zip(weights, needs[:count])]
-        grad_weights = [x.t().mm(grad).t() if need else None
+        grad_weights = [mm_tn(x, grad).t() if need else None
                         for x, need in zip(inputs, needs[count:])]
         return None, *grad_inputs, *grad_weights
