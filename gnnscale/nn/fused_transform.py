@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from .dropout import _CHUNK, _draw, _flat, _masked_scale, _relu_dropout_grad, tiled_bias
-from .gemm import addmm, mm
+from .gemm import addmm, addmm_, mm
 
 #: bytes of activated rows per block: a few blocks fit the 2 MiB-per-core caches of this
 #: class of machine with room for the weight
@@ -125,7 +125,7 @@ def _pre_activation(inputs, weights) -> torch.Tensor:
         return inputs[0].detach().contiguous()
     h = mm(inputs[0].detach(), weights[0].detach().t())
     for x, w in zip(inputs[1:], weights[1:]):
-        h = addmm(h, x.detach(), w.detach().t())
+        addmm_(h, x.detach(), w.detach().t())
     return h
 
 

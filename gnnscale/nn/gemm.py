@@ -143,7 +143,25 @@ def mm_tn(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def addmm(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``c + a @ b`` as a new tensor (``c`` ``[M, N]`` is left as it is)."""
+    """``c + a @ b`` as a new tensor (``c`` ``[M, N]`` is left as it is): for a small ``c``
+    (a weight's gradient summed over blocks); :func:`addmm_` adds into a large one."""
     if not _onednn_takes(a, b) or not c.is_contiguous() or c.dtype != torch.float32:
         return torch.addmm(c, a, b)
     return _onednn_linear().binary(a, c, b.t(), None, "add")
+
+
+#: output rows per oneDNN call of :func:`addmm_`
+ADD_BLOCK_ROWS = 4096
+
+
+def addmm_(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``c += a @ b`` in place, returning ``c``. oneDNN's accumulating product returns a new
+    tensor, so there it runs :data:`ADD_BLOCK_ROWS` rows at a time, each block's sum copied
+    into ``c`` while in cache: no ``[M, N]`` temporary."""
+    if not _onednn_takes(a, b) or not c.is_contiguous() or c.dtype != torch.float32:
+        return c.addmm_(a, b)
+    linear = _onednn_linear()
+    for lo in range(0, c.shape[0], ADD_BLOCK_ROWS):
+        rows = c[lo:lo + ADD_BLOCK_ROWS]
+        rows.copy_(linear.binary(a[lo:lo + ADD_BLOCK_ROWS], rows, b.t(), None, "add"))
+    return c

@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 
 from .fused_transform import cpu_autocast_dtype
-from .gemm import addmm, mm, mm_tn
+from .gemm import addmm_, mm, mm_tn
 
 
 def can_use(x: torch.Tensor) -> bool:
@@ -40,7 +40,7 @@ class _LinearSum(torch.autograd.Function):
         inputs, weights = tensors[:count], tensors[count:]
         out = mm(inputs[0], weights[0].t())
         for x, weight in zip(inputs[1:], weights[1:]):
-            out = addmm(out, x, weight.t())
+            addmm_(out, x, weight.t())
         ctx.count = count
         ctx.save_for_backward(*tensors)
         return out

@@ -69,6 +69,17 @@ def test_addmm_adds_to_c_and_leaves_c_as_it_was(backend):
         assert torch.equal(c, before), name
 
 
+@pytest.mark.parametrize("rows", [1, gemm.ADD_BLOCK_ROWS, 2 * gemm.ADD_BLOCK_ROWS + 5])
+def test_addmm_in_place_adds_every_block(backend, rows):
+    generator = torch.Generator().manual_seed(3)
+    a = torch.randn(rows, 600, generator=generator)[:, 44:300]
+    b = torch.randn(64, 256, generator=generator).t()
+    c = torch.randn(rows, 64, generator=generator)
+    want = c.double() + a.double() @ b.double()
+    assert gemm.addmm_(c, a, b) is c
+    _close(c, want)
+
+
 @pytest.mark.parametrize("rows", [0, 5, gemm.TALL_BLOCK_ROWS, 2 * gemm.TALL_BLOCK_ROWS + 77])
 def test_mm_tn_sums_row_blocks_to_the_whole_product(backend, rows):
     generator = torch.Generator().manual_seed(2)
