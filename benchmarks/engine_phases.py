@@ -102,9 +102,12 @@ LR, WEIGHT_DECAY = 0.01, 5e-4
 PHASES = ("aggregation fwd", "aggregation bwd", "dense transforms", "dropout + ReLU",
           "other elementwise", "optimiser", "halo pack + wait", "grad. allreduce",
           "unattributed")
+#: torch's oneDNN product (gnnscale.nn.gemm: ``X @ W^T``, or with ``.binary`` ``+ other``)
+ONEDNN_LINEAR = "mkldnn::_linear_pointwise"
 DENSE_OPS = {"aten::mm", "aten::addmm", "aten::addmm_", "aten::linear", "aten::matmul",
-             "aten::bmm"}
-GEMM_OPS = ("aten::mm", "aten::addmm", "aten::addmm_")  # the ones whose flops are counted
+             "aten::bmm", ONEDNN_LINEAR}
+# the ones whose flops are counted
+GEMM_OPS = ("aten::mm", "aten::addmm", "aten::addmm_", ONEDNN_LINEAR)
 REGION = "gnnscale."  # prefix of this benchmark's named regions
 
 
@@ -174,9 +177,10 @@ def instrument() -> None:
     # the blocked ReLU + dropout + transform: its mask passes here, its products are GEMMs
     fused_transform._activate = _region("dropout + ReLU", fused_transform._activate,
                                         lambda args, result: _nbytes(args[0]))  # h read
-    fused_transform._relu_dropout_grad = _region(
-        "dropout + ReLU", fused_transform._relu_dropout_grad,  # h read, its gradient written
-        lambda args, result: 4 * (args[1].size + args[6].size))
+    for name in ("_relu_dropout_grad", "_relu_dropout_grad_t"):  # by rows, or transposed
+        setattr(fused_transform, name, _region(
+            "dropout + ReLU", getattr(fused_transform, name),  # h read, its gradient written
+            lambda args, result: 4 * (args[1].size + args[6].size)))
     plan = halo_module.HaloPlan
     for name in ("post_forward", "post_backward", "wait"):
         setattr(plan, name, _region("halo pack + wait", getattr(plan, name),
@@ -203,9 +207,17 @@ def classify(event) -> str | None:
 
 
 def gemm_shape(event):
-    """``(M, K, N)`` of an ``aten::mm`` / ``aten::addmm(_)`` event (None if not recorded): the
-    product's two matrices, after ``addmm``'s added term and before an ``out=`` tensor."""
+    """``(M, K, N)`` of an ``aten::mm`` / ``aten::addmm(_)`` / oneDNN linear event (None if
+    not recorded): the product's two matrices, after ``addmm``'s added term and before an
+    ``out=`` tensor; oneDNN's ``[M, K]`` input and ``[N, K]`` weight, after ``.binary``'s
+    added term (that overload has five arguments, the plain one six)."""
     shapes = list(event.input_shapes or [])
+    if event.name == ONEDNN_LINEAR:
+        pair = shapes[0:3:2] if len(shapes) == 5 else shapes[0:2]
+        if len(pair) != 2 or any(len(s) != 2 for s in pair):
+            return None
+        (m, k), (n, _) = pair
+        return int(m), int(k), int(n)
     first = 0 if event.name == "aten::mm" else 1
     if len(shapes) < first + 2 or len(shapes[first]) != 2 or len(shapes[first + 1]) != 2:
         return None

@@ -28,12 +28,16 @@ def copy_bandwidth_gbs(gib: float = 1.0, reps: int = 5) -> float:
 
 def gemm_gflops(shapes, dtype: torch.dtype = torch.float32, reps: int = 5) -> float:
     """Best GEMM rate (GFLOP/s) over ``(M, K, N)`` shapes (a ``[M, K] @ [K, N]`` product
-    each) in ``dtype``."""
+    each) in ``dtype``, through the product the engine uses (:func:`gnnscale.nn.gemm.mm`:
+    oneDNN or torch's, as ``GNNSCALE_GEMM`` chooses)."""
+    from gnnscale.nn.gemm import mm
+
     best = 0.0
     for m, k, n in shapes:
         a, b = torch.randn(m, k).to(dtype), torch.randn(k, n).to(dtype)
-        a @ b
-        best = max(best, 2.0 * m * k * n / min(timed(lambda: a @ b) for _ in range(reps)) / 1e9)
+        mm(a, b)
+        best = max(best, 2.0 * m * k * n / min(timed(lambda: mm(a, b)) for _ in range(reps))
+                   / 1e9)
     return best
 
 

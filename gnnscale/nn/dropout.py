@@ -161,6 +161,52 @@ def _relu_dropout_grad(grad, x, bias, key, threshold, scale, out, value,
 
 
 @njit(parallel=True, fastmath=True, cache=True, nogil=True)
+def _relu_dropout_grad_t(grad, x, bias, key, threshold, scale, out_t, value,
+                         first_chunk):  # pragma: no cover
+    """:func:`_relu_dropout_grad` with the gradient stored transposed: ``x`` and ``grad``
+    hold ``[R, F]`` row-major (flattened), ``out_t`` is ``[F, R]``, element ``(r, c)`` at
+    ``out_t[c, r]`` (for a product reducing over the rows, which oneDNN wants contiguous).
+    Each chunk's gradient is formed in a scratch row as there, then scattered."""
+    n = x.shape[0]
+    width = out_t.shape[0]
+    both = value.shape[0] == n
+    chunks = (n + _CHUNK - 1) // _CHUNK
+    for chunk in prange(chunks):
+        lo = chunk * _CHUNK
+        hi = min(n, lo + _CHUNK)
+        scratch = np.empty(hi - lo, dtype=np.float32)
+        _grad_chunk(grad[lo:hi], x[lo:hi], _chunk_bias(bias, first_chunk + chunk, hi - lo),
+                    _words(key, first_chunk + chunk)[:hi - lo], threshold, scale, scratch,
+                    value[lo:hi] if both else value[0:0])
+        _store_transposed(scratch, lo, width, out_t)
+    return out_t
+
+
+@njit(inline="always")
+def _store_transposed(values, first, width, out_t):  # pragma: no cover - compiled
+    """Flat elements ``first ...`` of a row-major ``[R, width]`` tensor, ``values``, into
+    ``out_t`` ``[width, R]``: the chunk's whole rows column by column (contiguous stores), a
+    partial row at either end element by element."""
+    n = values.shape[0]
+    row = first // width
+    column = first - row * width
+    j = 0
+    if column != 0:  # the end of a row begun in the previous chunk
+        j = min(width - column, n)
+        for k in range(j):
+            out_t[column + k, row] = values[k]
+        row += 1
+    rows = (n - j) // width
+    for c in range(width):
+        for r in range(rows):
+            out_t[c, row + r] = values[j + r * width + c]
+    j += rows * width
+    row += rows
+    for k in range(n - j):  # the start of a row the next chunk ends
+        out_t[k, row] = values[j + k]
+
+
+@njit(parallel=True, fastmath=True, cache=True, nogil=True)
 def _keep_mask(n, key, threshold, out):  # pragma: no cover - compiled
     for chunk in prange((n + _CHUNK - 1) // _CHUNK):
         words = _words(key, chunk)

@@ -6,7 +6,9 @@ by a small weight. Autograd's linear computes the weight's gradient as ``G^T @ x
 swapped, runs 1.07-1.12x faster in MKL at these shapes on this class of machine (R-MAT 18:
 ``[262144, 128]`` rows, 256 outputs, 2 threads: 57 against 61-64 ms). SAGE's two transforms
 (neighbours and root) also share one output here: the second product is added into the first
-in place, as ``addmm_`` does, and backward reads the output's gradient for both.
+in place, as ``addmm_`` does, and backward reads the output's gradient for both. The products
+go through :mod:`~gnnscale.nn.gemm` (oneDNN where it is the faster; there the weight gradient
+is summed over blocks of rows, :func:`~gnnscale.nn.gemm.mm_tn`).
 
 Float32 and float64 without CPU autocast (the callers use ``F.linear`` otherwise, which
 autocast casts).

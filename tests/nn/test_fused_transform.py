@@ -15,11 +15,23 @@ from torch.nn import functional as F
 from gnnscale.comm import SingleCommunicator
 from gnnscale.data import generate_sbm
 from gnnscale.engine import LocalProblem
-from gnnscale.nn import GNN
+from gnnscale.nn import GNN, gemm
 from gnnscale.nn import dropout as dropout_module
 from gnnscale.nn.dropout import _CHUNK
 from gnnscale.nn.fused_transform import (PendingLinear, block_rows, can_fuse,
                                          relu_dropout_linear)
+
+GEMM_BACKENDS = [pytest.param("onednn", marks=pytest.mark.skipif(
+    gemm._onednn_linear() is None, reason="this build of torch has no oneDNN")), "torch"]
+
+
+@pytest.fixture(autouse=True, params=GEMM_BACKENDS)
+def gemm_backend(request):
+    """Every case through oneDNN's products (the pre-activation's gradient kept transposed
+    per block) and through torch's (kept by rows)."""
+    gemm.set_backend(request.param)
+    yield request.param
+    gemm.set_backend(None)
 
 
 @pytest.mark.parametrize("rows, width, out, p", [
