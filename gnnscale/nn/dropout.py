@@ -140,46 +140,41 @@ def _grad_chunk(grad, x, bias, words, threshold, scale, out, value):  # pragma: 
             value[j] = value[j] * scale if keep else np.float32(0.0)
 
 
+#: no transposed output for :func:`_relu_dropout_grad` (the gradient goes to ``out``)
+NOT_TRANSPOSED = np.empty((0, 0), np.float32)
+
+
 @njit(parallel=True, fastmath=True, cache=True, nogil=True)
-def _relu_dropout_grad(grad, x, bias, key, threshold, scale, out, value,
-                       first_chunk):  # pragma: no cover
+def _relu_dropout_grad(grad, x, bias, key, threshold, scale, out, value, first_chunk,
+                       out_t):  # pragma: no cover
     """The gradient through ``dropout(relu(x + bias))``: ``out[i] = grad[i] * scale`` where
     element i is kept and ``x[i] + bias`` positive, else 0; with a non-empty ``value`` also
     the activation itself there (``(x[i] + bias) * scale`` or 0), from the same mask words
     (float32 arrays; ``bias`` from :func:`tiled_bias`, zeros for none; ``first_chunk`` as
-    :func:`_masked_scale`)."""
+    :func:`_masked_scale`). With a non-empty ``out_t`` (else :data:`NOT_TRANSPOSED`) the
+    gradient is stored transposed there instead: ``x`` and ``grad`` hold ``[R, F]`` row-major
+    (flattened), ``out_t`` is ``[F, R]``, element ``(r, c)`` at ``out_t[c, r]`` (for a product
+    reducing over the rows, which oneDNN wants contiguous), each chunk formed in a scratch
+    row first; ``out`` is not written then."""
     n = x.shape[0]
     both = value.shape[0] == n
+    transposed = out_t.shape[0] > 0
     chunks = (n + _CHUNK - 1) // _CHUNK
     for chunk in prange(chunks):
         lo = chunk * _CHUNK
         hi = min(n, lo + _CHUNK)
-        _grad_chunk(grad[lo:hi], x[lo:hi], _chunk_bias(bias, first_chunk + chunk, hi - lo),
-                    _words(key, first_chunk + chunk)[:hi - lo], threshold, scale, out[lo:hi],
-                    value[lo:hi] if both else value[0:0])
+        chunk_bias = _chunk_bias(bias, first_chunk + chunk, hi - lo)
+        words = _words(key, first_chunk + chunk)[:hi - lo]
+        values = value[lo:hi] if both else value[0:0]
+        if transposed:
+            scratch = np.empty(hi - lo, dtype=np.float32)
+            _grad_chunk(grad[lo:hi], x[lo:hi], chunk_bias, words, threshold, scale, scratch,
+                        values)
+            _store_transposed(scratch, lo, out_t.shape[0], out_t)
+        else:
+            _grad_chunk(grad[lo:hi], x[lo:hi], chunk_bias, words, threshold, scale,
+                        out[lo:hi], values)
     return out
-
-
-@njit(parallel=True, fastmath=True, cache=True, nogil=True)
-def _relu_dropout_grad_t(grad, x, bias, key, threshold, scale, out_t, value,
-                         first_chunk):  # pragma: no cover
-    """:func:`_relu_dropout_grad` with the gradient stored transposed: ``x`` and ``grad``
-    hold ``[R, F]`` row-major (flattened), ``out_t`` is ``[F, R]``, element ``(r, c)`` at
-    ``out_t[c, r]`` (for a product reducing over the rows, which oneDNN wants contiguous).
-    Each chunk's gradient is formed in a scratch row as there, then scattered."""
-    n = x.shape[0]
-    width = out_t.shape[0]
-    both = value.shape[0] == n
-    chunks = (n + _CHUNK - 1) // _CHUNK
-    for chunk in prange(chunks):
-        lo = chunk * _CHUNK
-        hi = min(n, lo + _CHUNK)
-        scratch = np.empty(hi - lo, dtype=np.float32)
-        _grad_chunk(grad[lo:hi], x[lo:hi], _chunk_bias(bias, first_chunk + chunk, hi - lo),
-                    _words(key, first_chunk + chunk)[:hi - lo], threshold, scale, scratch,
-                    value[lo:hi] if both else value[0:0])
-        _store_transposed(scratch, lo, width, out_t)
-    return out_t
 
 
 @njit(inline="always")

@@ -31,8 +31,8 @@ import math
 import numpy as np
 import torch
 
-from .dropout import (_CHUNK, _draw, _flat, _masked_scale, _relu_dropout_grad,
-                      _relu_dropout_grad_t, tiled_bias)
+from .dropout import (_CHUNK, NOT_TRANSPOSED, _draw, _flat, _masked_scale,
+                      _relu_dropout_grad, tiled_bias)
 from .gemm import addmm, addmm_, mm, uses_onednn
 
 #: bytes of activated rows per block: a few blocks fit the 2 MiB-per-core caches of this
@@ -195,12 +195,13 @@ class _ReluDropoutLinear(torch.autograd.Function):
             mask_tail = (_flat(values) if need_weight else no_values, lo * width // _CHUNK)
             if need_h or not transposed:  # the gradient's rows in place (or in a buffer)
                 grad_pre_t = (grad_h[lo:hi] if need_h else buffer[1 + need_weight]).t()
-                _relu_dropout_grad(*mask_args, _flat(grad_pre_t.t()), *mask_tail)
+                _relu_dropout_grad(*mask_args, _flat(grad_pre_t.t()), *mask_tail,
+                                   NOT_TRANSPOSED)
             else:  # stored transposed, [F, rows]: the weights' gradients reduce over the
                 # rows, and oneDNN multiplies without copying when those are contiguous
                 # (SAGE on R-MAT 18, alternating: 0.97x the step; 1.02-1.03x through MKL)
                 grad_pre_t = buffer[1 + need_weight].view(width, hi - lo)
-                _relu_dropout_grad_t(*mask_args, grad_pre_t.numpy(), *mask_tail)
+                _relu_dropout_grad(*mask_args, no_values, *mask_tail, grad_pre_t.numpy())
             if need_weight:
                 grad_weight = addmm(grad_weight, grad[lo:hi].t(), values)
             if need_bias:  # a product with ones: faster than sum(0) over the cached block
