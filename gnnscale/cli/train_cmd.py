@@ -54,6 +54,7 @@ def check_arguments(args) -> None:
 def run(args) -> int:
     from .. import comm as comm_module
     from ..engine import MetricsWriter, summarise, write_predictions
+    from ..nn.gemm import uses_onednn
     from ..threads import default_threads
 
     torch.set_num_threads(args.threads or default_threads())
@@ -101,6 +102,7 @@ def run(args) -> int:
     per_rank = comm.allgather_object(mine)
     final["per_rank"] = per_rank
     final["ranks"] = comm.size
+    final["dense_products"] = "onednn" if uses_onednn() else "torch"  # gnnscale.nn.gemm
     writer.write(final)
     writer.close()
     say(format_time_table(final))

@@ -32,16 +32,26 @@ def test_help_lists_every_option_with_its_default():
         assert f"(default: {default})" in result.stdout.replace("\n", " "), option
 
 
-def test_metrics_file_has_one_line_per_epoch_and_a_summary(tmp_path, datasets_root):
+@pytest.mark.parametrize("gemm", ["auto", "torch"])
+def test_metrics_file_has_one_line_per_epoch_and_a_summary(tmp_path, datasets_root, gemm):
     out = tmp_path / "m.jsonl"
     result = gnnscale_cli(None, ["train", "--dataset", "cora", "--data-root", str(datasets_root),
-                                 "--epochs", "3", "--metrics-out", str(out), "--no-progress"])
+                                 "--epochs", "3", "--metrics-out", str(out), "--no-progress"],
+                          env={"GNNSCALE_GEMM": gemm})
     assert result.returncode == 0, result.stderr
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["epoch"] for r in records[:3]] == [1, 2, 3]
     for record in records[:3]:
         assert {"epoch", "loss", "train_acc", "val_acc", "test_acc", "epoch_time_s"} <= set(record)
     assert records[3]["summary"] is True and records[3]["epochs"] == 3
+    # the summary names the dense products the run used (gnnscale.nn.gemm's choice here)
+    from gnnscale.nn import gemm as gemm_module
+
+    try:
+        expected = "onednn" if gemm_module.set_backend(gemm) else "torch"
+    finally:
+        gemm_module.set_backend(None)
+    assert records[3]["dense_products"] == expected
     assert "where an epoch's time went" in result.stdout
 
 
