@@ -1,6 +1,7 @@
 """The engine's float32 products through torch (MKL) and through oneDNN (gnnscale.nn.gemm).
 
     .venv/bin/python benchmarks/gemm_backends.py [--threads 2] [--reps 7]
+    .venv/bin/python benchmarks/gemm_backends.py --steps [--models sage gcn]
 
 Shapes: those of the 2-layer SAGE/GCN step on R-MAT 18 (128 features, 256 hidden, 16
 classes; the first layer computing the 205,554 rows the loss reads): the first layer's
@@ -9,6 +10,11 @@ the weight, the weight gradients) and a whole tall weight gradient (``mm_tn``). 
 timed alone, median of ``--reps`` after one warm-up, and reported in ms and GFLOP/s with the
 ratio torch / oneDNN (above 1: oneDNN is faster). Written to
 ``benchmarks/results/gemm_backends.json`` with the processor's name and torch's version.
+
+``--steps`` times whole training steps instead: the engine tables' workload (R-MAT 18, 128
+features, 2 layers of 256, dropout 0.5, Adam) with one trainer per model, the backend switched
+between steps (2 warm-up and ``--reps`` timed rounds of one step each), medians printed and
+written under ``steps`` in the same file.
 """
 
 from __future__ import annotations
@@ -26,6 +32,10 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--reps", type=int, default=7)
+    parser.add_argument("--steps", action="store_true",
+                        help="alternate whole training steps between the backends instead")
+    parser.add_argument("--models", nargs="+", default=["sage", "gcn"],
+                        help="--steps: the models to train")
     parser.add_argument("--out", default="benchmarks/results/gemm_backends.json")
     return parser.parse_args(argv)
 
@@ -93,11 +103,49 @@ def processor() -> str:
     return platform.processor()
 
 
+def alternating_steps(model: str) -> dict:
+    """Median training step per backend, the backend switched between steps."""
+    import numpy as np
+
+    from gnnscale.comm import init
+    from gnnscale.data import generate_rmat
+    from gnnscale.engine import LocalProblem, Trainer
+    from gnnscale.nn import GNN
+
+    data = generate_rmat(scale=18, edge_factor=16, seed=0, num_features=128, num_classes=16)
+    torch.manual_seed(0)
+    net = GNN(model, data.num_features, 256, data.num_classes, num_layers=2, dropout=0.5)
+    comm = init("single")
+    problem = LocalProblem.from_graph_data(data, np.zeros(data.num_nodes, np.int64), comm)
+    trainer = Trainer(net, problem, comm, lr=0.01, weight_decay=5e-4, seed=0)
+    times = {"torch": [], "onednn": []}
+    for round_ in range(2 + ARGS.reps):
+        for backend in times:
+            gemm.set_backend(backend)
+            start = time.perf_counter()
+            trainer.train_step()
+            if round_ >= 2:
+                times[backend].append(time.perf_counter() - start)
+    medians = {b: statistics.median(t) for b, t in times.items()}
+    print(f"{model}: step torch {medians['torch']:.3f} s, oneDNN {medians['onednn']:.3f} s, "
+          f"oneDNN / torch {medians['onednn'] / medians['torch']:.2f}x")
+    return {"model": model, "dropout": 0.5, **{f"{b}_step_s": m for b, m in medians.items()},
+            "onednn_over_torch": medians["onednn"] / medians["torch"]}
+
+
 def main() -> None:
     torch.set_num_threads(ARGS.threads)
     retain_freed_memory()
     if not gemm.set_backend("onednn"):
         sys.exit("gemm_backends: this build of torch has no oneDNN: nothing to compare")
+    if ARGS.steps:
+        result = json.loads(open(ARGS.out).read()) if os.path.exists(ARGS.out) else {}
+        result["steps"] = [alternating_steps(model) for model in ARGS.models]
+        gemm.set_backend(None)
+        with open(ARGS.out, "w") as out:
+            json.dump(result, out, indent=1)
+        print(f"wrote {ARGS.out}")
+        return
     rows = []
     for name, m, k, n, run in cases():
         seconds = {}
@@ -113,9 +161,10 @@ def main() -> None:
               f"{gflop / seconds['torch']:5.0f} GFLOP/s | oneDNN {seconds['onednn'] * 1e3:8.2f} ms "
               f"{gflop / seconds['onednn']:5.0f} GFLOP/s | {rows[-1]['torch_over_onednn']:.2f}x")
     gemm.set_backend(None)
-    result = {"threads": ARGS.threads, "reps": ARGS.reps, "processor": processor(),
-              "cpu_vendor": gemm._cpu_vendor(), "torch": torch.__version__,
-              "auto_uses_onednn": gemm.set_backend("auto"), "products": rows}
+    result = json.loads(open(ARGS.out).read()) if os.path.exists(ARGS.out) else {}
+    result.update({"threads": ARGS.threads, "reps": ARGS.reps, "processor": processor(),
+                   "cpu_vendor": gemm._cpu_vendor(), "torch": torch.__version__,
+                   "auto_uses_onednn": gemm.set_backend("auto"), "products": rows})
     os.makedirs(os.path.dirname(ARGS.out) or ".", exist_ok=True)
     with open(ARGS.out, "w") as out:
         json.dump(result, out, indent=1)
