@@ -93,14 +93,7 @@ def timed(run, reps: int) -> float:
 
 
 def processor() -> str:
-    try:
-        with open("/proc/cpuinfo") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
+    return gemm.cpu_info("model name") or platform.processor()
 
 
 def alternating_steps(model: str) -> dict:

@@ -194,9 +194,9 @@ class _ReluDropoutLinear(torch.autograd.Function):
             mask_args = (_flat(through), _flat(h[lo:hi]), tiled, key, threshold, scale)
             mask_tail = (_flat(values) if need_weight else no_values, lo * width // _CHUNK)
             if need_h or not transposed:  # the gradient's rows in place (or in a buffer)
-                grad_pre_t = (grad_h[lo:hi] if need_h else buffer[1 + need_weight]).t()
-                _relu_dropout_grad(*mask_args, _flat(grad_pre_t.t()), *mask_tail,
-                                   NOT_TRANSPOSED)
+                grad_pre = grad_h[lo:hi] if need_h else buffer[1 + need_weight]
+                _relu_dropout_grad(*mask_args, _flat(grad_pre), *mask_tail, NOT_TRANSPOSED)
+                grad_pre_t = grad_pre.t()
             else:  # stored transposed, [F, rows]: the weights' gradients reduce over the
                 # rows, and oneDNN multiplies without copying when those are contiguous
                 # (SAGE on R-MAT 18, alternating: 0.97x the step; 1.02-1.03x through MKL)

@@ -27,6 +27,7 @@ has no backward); everything else goes to torch unchanged.
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 
@@ -41,20 +42,29 @@ MIN_ONEDNN_MACS = 2**20
 BACKENDS = ("auto", "onednn", "torch")
 
 
-def _cpu_vendor() -> str:
-    """The x86 vendor string (``GenuineIntel``, ``AuthenticAMD``, ...), or ``""``."""
+def cpu_info(field: str) -> str:
+    """The first processor's ``field`` in ``/proc/cpuinfo`` (``vendor_id``, ``model name``),
+    or ``""`` where there is none."""
     try:
         with open("/proc/cpuinfo", encoding="ascii", errors="replace") as cpuinfo:
             for line in cpuinfo:
-                if line.startswith("vendor_id"):
-                    return line.split(":", 1)[1].strip()
+                name, _, value = line.partition(":")
+                if name.strip() == field:
+                    return value.strip()
     except OSError:
         pass
     return ""
 
 
+def _cpu_vendor() -> str:
+    """The x86 vendor string (``GenuineIntel``, ``AuthenticAMD``, ...), or ``""``."""
+    return cpu_info("vendor_id")
+
+
+@functools.cache
 def _onednn_linear():
-    """torch's oneDNN linear operator, or None where this build of torch has none."""
+    """torch's oneDNN linear operator, or None where this build of torch has none (looked up
+    once: every product asks)."""
     try:
         if not torch.backends.mkldnn.is_available():
             return None
