@@ -6,9 +6,9 @@ cores execute AVX-512 at full width (Zen 5: two 512-bit FMA pipes per core). one
 the same wheels carry for torch's bf16 and convolution paths, chooses by the instruction sets
 the processor reports. Measured on an AMD EPYC (family 26, Zen 5), 2 threads, float32
 (``python benchmarks/gemm_backends.py``): the engine's products at R-MAT 18 sizes run
-1.2-1.3x faster through oneDNN when tall ([205,554 x 256] x [256 x 256]; a [256 x 2,048] x
-[2,048 x 256] block of a weight gradient) and 2-4x when one side is narrow ([2,048 x 32] x
-[32 x 256]). The sums run in another order than MKL's, so results agree to float32 rounding,
+1.1-2.0x faster through oneDNN (SAGE's first layer, [205,554 x 256] x [256 x 256], 2.0x; a
+[256 x 2,048] x [2,048 x 256] block of a weight gradient 1.15x; [2,048 x 32] x [32 x 256]
+2.0x). The sums run in another order than MKL's, so results agree to float32 rounding,
 not bit for bit.
 
 ``GNNSCALE_GEMM`` chooses (read at the first product, or by :func:`uses_onednn`, which the
@@ -132,8 +132,7 @@ def mm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None,
 
 
 #: rows per block of :func:`mm_tn`'s reduction (both operands' blocks, transposed for
-#: oneDNN, stay in the core's cache: [2,048 x 256] blocks run at 300 GFLOP/s on the machine
-#: above, 1,024 and 4,096 at 270-290)
+#: oneDNN, stay in the core's cache)
 TALL_BLOCK_ROWS = 2048
 
 
