@@ -270,8 +270,8 @@ def planned_memory(model: str, shape: dict, ranks: int, store: Path | None,
     from types import SimpleNamespace
 
     from gnnscale.cli.memory_check import plan_for_store
-    from partitioning.cost_model import ModelSpec
-    from partitioning.memory_plan import DatasetShape, balanced_workload, plan_memory
+    from planning.cost_model import ModelSpec
+    from planning.memory_plan import DatasetShape, balanced_workload, plan_memory
 
     if store is not None:
         plan = plan_for_store(SimpleNamespace(model=model, layers=shape["layers"],

@@ -1,4 +1,4 @@
-"""Memory plan vs measured peak resident memory (``partitioning.memory_plan``).
+"""Memory plan vs measured peak resident memory (``planning.memory_plan``).
 
 For each cell (model x ranks) it launches the real command and compares the plan's per-rank
 peak with what the kernel reports:
@@ -43,9 +43,9 @@ sys.path.insert(0, str(REPO))
 from gnnscale.cli.memory_check import layout_of  # noqa: E402
 from gnnscale.data import load_dataset  # noqa: E402
 from partitioning import make_partitioner  # noqa: E402
-from partitioning.cost_model import ModelSpec  # noqa: E402
-from partitioning.memory_plan import DatasetShape, balanced_workload, plan_memory  # noqa: E402
-from partitioning.workload import part_workload  # noqa: E402
+from planning.cost_model import ModelSpec  # noqa: E402
+from planning.memory_plan import DatasetShape, balanced_workload, plan_memory  # noqa: E402
+from planning.workload import part_workload  # noqa: E402
 
 
 def env(allocator: str = "retain") -> dict:

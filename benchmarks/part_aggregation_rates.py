@@ -1,6 +1,6 @@
 """Aggregation time of each part's own blocks against the time model's per-edge constant.
 
-The time model (``partitioning/cost_model.py``) charges every edge of a part the same
+The time model (``planning/cost_model.py``) charges every edge of a part the same
 ``gamma_edge`` x width, calibrated on graphs with uniformly random columns. This measures what
 each part's inner block (owned sources, with GCN's self-loops) and boundary block (halo
 sources) actually take with gnnscale's sparse product, alone on one thread, so that the gap the

@@ -13,7 +13,7 @@ Two steps, each rerunnable (hold the benchmark lock around ``stats``, it is heav
 ``benchmarks/results/projection_stats.json``.
 
 ``project`` predicts one training step and one evaluation pass for each (method, parts) with
-:func:`partitioning.cost_model.predict` on the assumed cluster (``ASSUMPTIONS``) and the
+:func:`planning.cost_model.predict` on the assumed cluster (``ASSUMPTIONS``) and the
 compute constants of ``--cost-model`` (calibrated on this host; shared-memory figures of a
 dedicated node are assumed, see ``ASSUMPTIONS``), writes
 ``benchmarks/results/projection.json`` and a PNG of projected time and parallel efficiency
@@ -58,7 +58,7 @@ def stats(args) -> None:
     from gnnscale.data import load_dataset
     from partitioning import make_partitioner
     from partitioning.metrics import part_summary
-    from partitioning.workload import part_workload
+    from planning.workload import part_workload
 
     data = load_dataset("rmat", scale=args.scale, num_features=ASSUMPTIONS["features"],
                         num_classes=ASSUMPTIONS["classes"], seed=0)
@@ -90,7 +90,7 @@ def stats(args) -> None:
 
 
 def project(args) -> None:
-    from partitioning.cost_model import Cluster, CostModel, ModelSpec, Network, predict
+    from planning.cost_model import Cluster, CostModel, ModelSpec, Network, predict
 
     costs = CostModel.load(args.cost_model)
     a = ASSUMPTIONS

@@ -7,7 +7,7 @@ dropout 0.5) for ``--epochs`` epochs on each network: the real shared-memory tra
 ``train --simulate-network``'s :class:`SlowNetwork` at each ``--networks`` value. Measured: the
 median over epochs 2.. of rank 0's training step (forward + backward + optimiser; every rank
 leaves it together after the gradient allreduce) and of its evaluation pass. Predicted:
-:func:`partitioning.cost_model.predict` for the same partition, threads per rank as ``train``
+:func:`planning.cost_model.predict` for the same partition, threads per rank as ``train``
 picks them, every rank on this host sharing its ``--host-cores`` as the model spreads them,
 with two sets of constants: ``predicted_*`` with those the ranks of the job measured just
 before training, as many at once as the host has cores for
@@ -85,7 +85,7 @@ def rank_main(args) -> None:
     comm = init()
     data = load(args.datasets[0])
     method = args.methods[0]
-    from partitioning.workload import part_workload
+    from planning.workload import part_workload
 
     partition = make_partitioner(method, num_parts=comm.size, seed=0).fit(data) \
         if comm.rank == 0 else None
@@ -137,7 +137,7 @@ def predict_cells(data, workload: dict, ranks: int, networks, args,
                   in_job: dict) -> list[dict]:
     """Predictions with the constants measured in the job (``predicted_*``) and with
     ``--cost-model``'s (``file_predicted_*``), both with the ranks sharing ``--host-cores``."""
-    from partitioning.cost_model import Cluster, CostModel, ModelSpec, Network, predict
+    from planning.cost_model import Cluster, CostModel, ModelSpec, Network, predict
 
     costs = CostModel.load(args.cost_model) if args.cost_model else CostModel()
     measured_here = CostModel.from_dict(in_job)

@@ -12,9 +12,8 @@ edge cut ``random``, ``block``, ``metis``, ``kaminpar``, ``ldg``, ``fennel``; ve
 ``libra``, ``hdrf``.
 
 Submodules beyond this namespace: :mod:`partitioning.store` (on-disk partition store: write,
-read one part, validate), :mod:`partitioning.local_view` (what one part holds),
-:mod:`partitioning.cost_model` (alpha-beta epoch-time model) and :mod:`partitioning.tune`
-(sweep methods x part counts and recommend one).
+read one part, validate), :mod:`partitioning.local_view` (what one part holds). The time and
+memory models that read partitions live in the :mod:`planning` package.
 """
 
 from .base import Partition, Partitioner

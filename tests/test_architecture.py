@@ -6,17 +6,18 @@ from pathlib import Path
 
 from mpi_launch import REPO_ROOT
 
-# package -> the gnnscale packages (and `partitioning`) it may import; docs/architecture.md.
+# package -> the gnnscale packages (and `partitioning`, `planning`) it may import;
+# docs/architecture.md.
 ALLOWED = {
-    "errors": set(), "threads": set(), "models": set(), "host_memory": set(),
+    "errors": set(), "threads": set(), "models": set(), "host_memory": set(), "testing": set(),
     "comm": {"errors"},
     "data": {"errors", "host_memory", "partitioning"},
     "graph": {"comm", "errors"},
     "parallel": {"comm", "errors"},
     "nn": {"graph", "comm", "errors"},
     "engine": {"nn", "graph", "parallel", "comm", "data", "partitioning", "errors"},
-    "cli": {"engine", "nn", "graph", "parallel", "comm", "data", "partitioning", "errors",
-            "threads", "models", "host_memory"},
+    "cli": {"engine", "nn", "graph", "parallel", "comm", "data", "partitioning", "planning",
+            "errors", "threads", "models", "host_memory"},
     "recipes": {"engine", "nn", "comm", "data", "partitioning", "errors", "threads"},
     "__init__": {"threads"}, "__main__": {"cli"},
 }
@@ -38,15 +39,16 @@ def imported_modules(text: str, package: tuple) -> set:
 
 
 def layers_used(path: Path) -> set:
-    """gnnscale sub-packages (``comm``, ``graph``, ...) and ``partitioning`` that ``path`` imports."""
+    """gnnscale sub-packages (``comm``, ``graph``, ...), ``partitioning`` and ``planning`` that
+    ``path`` imports."""
     package = path.relative_to(REPO_ROOT).parent.parts
     used = set()
     for name in imported_modules(path.read_text(), package):
         parts = name.split(".")
         if parts[0] == "gnnscale":
             used.add(parts[1] if len(parts) > 1 else "gnnscale")
-        elif parts[0] == "partitioning":
-            used.add("partitioning")
+        elif parts[0] in ("partitioning", "planning"):
+            used.add(parts[0])
     return used
 
 
@@ -61,11 +63,21 @@ def test_gnnscale_packages_import_only_the_layers_below_them():
     assert not problems, "\n".join(problems)
 
 
-def test_partitioning_imports_neither_gnnscale_nor_torch_nor_mpi():
-    for path in sorted((REPO_ROOT / "partitioning").rglob("*.py")):
-        package = path.relative_to(REPO_ROOT).parent.parts
-        roots = {name.split(".")[0] for name in imported_modules(path.read_text(), package)}
-        assert not roots & {"gnnscale", "torch", "mpi4py"}, (path, roots)
+# The packages beside gnnscale -> the top-level packages they never import.
+STANDALONE = {"partitioning": {"gnnscale", "planning", "torch", "mpi4py"},
+              "planning": {"gnnscale", "torch", "mpi4py"}}
+
+
+def test_partitioning_and_planning_import_neither_gnnscale_nor_torch_nor_mpi():
+    problems = []
+    for top, forbidden in STANDALONE.items():
+        for path in sorted((REPO_ROOT / top).rglob("*.py")):
+            package = path.relative_to(REPO_ROOT).parent.parts
+            roots = {name.split(".")[0] for name in imported_modules(path.read_text(), package)}
+            if roots & forbidden:
+                problems.append(f"{path.relative_to(REPO_ROOT)} imports "
+                                f"{', '.join(sorted(roots & forbidden))}")
+    assert not problems, "\n".join(problems)
 
 
 def test_relative_and_lazy_imports_are_seen():

@@ -114,7 +114,7 @@ def add_model_arguments(parser, *, planning: bool = False) -> None:
     ``tune`` and ``plan``.
     """
     if planning:
-        from partitioning.cost_model import MODELS as names
+        from planning.cost_model import MODELS as names
     else:
         from ..nn import MODEL_NAMES as names
 

@@ -236,8 +236,8 @@ def fit_alltoallv(rows: list[dict]) -> dict:
 
 def calibrate(max_threads: int | None = None, scale: float = 1.0, shared_memory: bool = True,
               say=print):
-    """A :class:`~partitioning.cost_model.CostModel` measured on this host."""
-    from partitioning.cost_model import CostModel
+    """A :class:`~planning.cost_model.CostModel` measured on this host."""
+    from planning.cost_model import CostModel
 
     cores = max_threads or os.cpu_count() or 1
     counts = sorted({1 << i for i in range(cores.bit_length()) if 1 << i <= cores} | {cores})
@@ -280,8 +280,8 @@ def calibrate_in_job(comm, threads: int, scale: float = 1.0, host_cores: int | N
     (exchanges, allreduce, compute, with every rank on this host's cores) is the fixed cost per
     layer and pass of this job, where waking up after each wait on a loaded host is part of it.
     """
-    from partitioning.cost_model import Cluster, CostModel, ModelSpec, predict
-    from partitioning.workload import part_workload
+    from planning.cost_model import Cluster, CostModel, ModelSpec, predict
+    from planning.workload import part_workload
 
     from ..data import load_dataset
     from ..engine import LocalProblem, Trainer

@@ -14,7 +14,7 @@ import os
 import socket
 from pathlib import Path
 
-from partitioning.memory_plan import format_bytes
+from planning.memory_plan import format_bytes
 
 from ..errors import UsageError
 from ..host_memory import AVAILABLE_ENV, available_bytes  # noqa: F401  (AVAILABLE_ENV: tests)
@@ -51,7 +51,7 @@ def held_bytes(plan: dict, rank: int) -> float:
 def check_plan(plan: dict, comm, what: str, ignore: bool = False) -> bool:
     """Collective: refuse (UsageError on every rank) if this host cannot hold ``plan``.
 
-    ``plan``: from :func:`partitioning.memory_plan.plan_memory`, one entry per rank of
+    ``plan``: from :func:`planning.memory_plan.plan_memory`, one entry per rank of
     ``comm`` (or one for a single process, ``comm=None``: not collective). Returns whether
     the host can also hold the plan's ``per_rank_peak_retained_bound`` (the allocator keeping
     freed pages for faster steps, at the largest growth measured); the same answer on every
@@ -87,7 +87,7 @@ CLOSEST_MODEL = {"gatv2": "gat", "gin": "sage", "sage-max": "sage", "graphconv":
 
 
 def _spec_of(args, data):
-    from partitioning.cost_model import ModelSpec
+    from planning.cost_model import ModelSpec
 
     name = CLOSEST_MODEL.get(args.model, args.model)
     return ModelSpec.build(name, max(data.num_features, 1), args.hidden,
@@ -96,9 +96,9 @@ def _spec_of(args, data):
 
 
 def layout_of(dataset: str, data_root: str | None = None) -> str:
-    """The input layout (a key of :data:`partitioning.memory_plan.LOADING`) of a dataset name
+    """The input layout (a key of :data:`planning.memory_plan.LOADING`) of a dataset name
     or path, as the loaders read it."""
-    from partitioning.memory_plan import LOADING
+    from planning.memory_plan import LOADING
 
     from ..data.converted import is_converted
 
@@ -118,7 +118,7 @@ def layout_of(dataset: str, data_root: str | None = None) -> str:
 def check_training(args, comm, data) -> bool:
     """``train`` without a store: every rank holds ``data``; rank 0 partitions it. Returns
     whether the retained heap fits too (:func:`check_plan`)."""
-    from partitioning.memory_plan import DatasetShape, balanced_workload, plan_memory
+    from planning.memory_plan import DatasetShape, balanced_workload, plan_memory
 
     shape = DatasetShape.of(data, layout_of(args.dataset, args.data_root))
     method = args.partitioner if comm.size > 1 else None
@@ -140,8 +140,8 @@ def plan_for_store(args, store_dir, ranks: int) -> dict:
     """Memory plan of training from a partition store (its manifest's per-part sizes)."""
     import numpy as np
 
-    from partitioning.cost_model import ModelSpec
-    from partitioning.memory_plan import DatasetShape, balanced_workload, plan_memory
+    from planning.cost_model import ModelSpec
+    from planning.memory_plan import DatasetShape, balanced_workload, plan_memory
     from partitioning.store import read_manifest
 
     manifest = read_manifest(store_dir)
@@ -168,8 +168,8 @@ def plan_for_store(args, store_dir, ranks: int) -> dict:
 
 def check_partitioning(args, data) -> None:
     """``gnnscale partition``: one process partitions ``data`` and writes the store."""
-    from partitioning.cost_model import ModelSpec
-    from partitioning.memory_plan import DatasetShape, balanced_workload, plan_memory
+    from planning.cost_model import ModelSpec
+    from planning.memory_plan import DatasetShape, balanced_workload, plan_memory
 
     shape = DatasetShape.of(data, layout_of(args.dataset, args.data_root))
     spec = ModelSpec.build("gcn", shape.num_features, 16, shape.num_classes)

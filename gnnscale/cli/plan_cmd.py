@@ -18,7 +18,7 @@ def add_parser(subparsers) -> None:
         "plan", help="predict the peak memory of every rank and phase of one run",
         description="Predict, per rank and per phase (load, partition, store, setup, train, "
                     "eval), the peak resident memory of one configuration "
-                    "(partitioning.memory_plan) and print the largest rank and the phase "
+                    "(planning.memory_plan) and print the largest rank and the phase "
                     "that sets it. Sizes come from the dataset, or from a store's manifest "
                     "with --partitions.",
         formatter_class=formatter)
@@ -45,9 +45,9 @@ def add_parser(subparsers) -> None:
 def run(args) -> int:
     """Print the plan's table and its peak. Returns the exit code."""
     from partitioning import make_partitioner
-    from partitioning.memory_plan import (DatasetShape, balanced_workload, format_plan,
+    from planning.memory_plan import (DatasetShape, balanced_workload, format_plan,
                                           plan_memory)
-    from partitioning.workload import part_workload
+    from planning.workload import part_workload
 
     from .memory_check import available_bytes, layout_of, plan_for_store
     from .tune_cmd import model_spec

@@ -35,8 +35,8 @@ def add_parser(subparsers) -> None:
         description="Partition the dataset with every method for every part count, report "
                     "edge cut, replication, halo bytes, balance and partition time, predict the "
                     "training step and evaluation time on a target cluster "
-                    "(partitioning.cost_model) and the peak memory per rank "
-                    "(partitioning.memory_plan), and recommend the fastest, saying why. "
+                    "(planning.cost_model) and the peak memory per rank "
+                    "(planning.memory_plan), and recommend the fastest, saying why. "
                     "Writes JSON and a PNG plot.",
         formatter_class=formatter)
     add_dataset_arguments(p)
@@ -80,7 +80,7 @@ def add_parser(subparsers) -> None:
 
 def model_spec(args, data):
     """The :class:`ModelSpec` that ``gnnscale train`` with the same options would build."""
-    from partitioning.cost_model import ModelSpec
+    from planning.cost_model import ModelSpec
 
     return ModelSpec.build(args.model, max(data.num_features, 1), args.hidden,
                            max(data.num_classes, 1), args.layers, heads=args.heads,
@@ -91,7 +91,7 @@ def target_cluster(args, parts: int | None = None):
     """The :class:`Cluster` the options describe (see the option help for the defaults)."""
     import os
 
-    from partitioning.cost_model import Cluster, Network
+    from planning.cost_model import Cluster, Network
 
     if args.network is not None:
         return Cluster(ranks_per_host=args.ranks_per_host or 1,
@@ -104,7 +104,7 @@ def target_cluster(args, parts: int | None = None):
 
 def cost_model_from_args(args):
     """``--cost-model FILE`` or the built-in constants (bad files: UsageError, one line)."""
-    from partitioning.cost_model import CostModel
+    from planning.cost_model import CostModel
 
     return CostModel.load(args.cost_model) if args.cost_model else CostModel()
 
@@ -113,7 +113,7 @@ def run(args) -> int:
     """Sweep, print the table and the recommendation, write JSON and PNG."""
     from partitioning import make_partitioner
     from partitioning.store import check_creatable
-    from partitioning.tune import (explain, format_sweep_table, plot_sweep, recommend,
+    from planning.tune import (explain, format_sweep_table, plot_sweep, recommend,
                                    runners_up, score, write_json)
 
     from ..errors import UsageError
@@ -194,7 +194,7 @@ def describe_cluster(args) -> str:
 
 def memory_factory(args, data, spec):
     """``(method, parts) -> (workload -> memory plan)`` for the sweep's memory column."""
-    from partitioning.memory_plan import DatasetShape, plan_memory
+    from planning.memory_plan import DatasetShape, plan_memory
 
     shape = DatasetShape.of(data)
     return lambda method, parts: (lambda work: plan_memory(

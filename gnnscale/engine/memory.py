@@ -15,7 +15,7 @@ shrinking between epochs.
 The price is memory: a heap that is never returned also keeps the holes between a step's
 differently sized tensors, so training's peak grows by up to 0.75 of a step's tensors with 2
 layers and dropout, up to 1.8 with 3, up to 0.85 without dropout
-(``partitioning.memory_plan.retained_growth``). It is called by
+(``planning.memory_plan.retained_growth``). It is called by
 :class:`gnnscale.engine.Trainer`; :func:`keep_allocator_defaults` (called by ``gnnscale train``
 when the memory plan says the retained heap would not fit but the run itself does) or
 ``GNNSCALE_RETAIN_MEMORY=0`` keep the allocator's defaults. Other C libraries (musl, jemalloc

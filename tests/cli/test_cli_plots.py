@@ -6,7 +6,7 @@ import pytest
 
 from gnnscale.cli.plot_cmd import plot_records
 from gnnscale.cli.report import EPOCH_PARTS, format_time_table
-from partitioning.tune import plot_sweep
+from planning.tune import plot_sweep
 
 matplotlib.use("Agg")
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import get_train_mask
-from .graph import as_csr_graph
+from partitioning.base import get_train_mask
+from partitioning.graph import as_csr_graph
 
 __all__ = ["part_workload", "workload_from_arrays"]
 

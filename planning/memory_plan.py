@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import PartitionError
+from partitioning.errors import PartitionError
 
 __all__ = ["DatasetShape", "plan_memory", "balanced_workload", "LOADING", "PARTITIONING",
            "BASELINE_BYTES", "RETAINED_GROWTH_PER_LAYER", "RETAINED_GROWTH_BOUND",
@@ -293,8 +293,8 @@ def plan_memory(shape: DatasetShape, spec, work: dict, *, partition_method: str 
 
     Args:
         shape: the dataset's sizes and input layout.
-        spec: the model (:class:`partitioning.cost_model.ModelSpec`).
-        work: the partition's workload (:func:`partitioning.workload.part_workload` or
+        spec: the model (:class:`planning.cost_model.ModelSpec`).
+        work: the partition's workload (:func:`planning.workload.part_workload` or
             :func:`balanced_workload`).
         partition_method: the partitioner (see :func:`partitioning_cost`); None: no
             partitioning phase.

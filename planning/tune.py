@@ -2,8 +2,8 @@
 
 ``sweep`` returns one row per (method, parts): quality (edge cut, replication, halo bytes,
 balance), partition time and memory, the predicted training step, evaluation pass and epoch
-(:mod:`partitioning.cost_model`) and, with a memory plan, the predicted peak memory of the
-largest rank (:mod:`partitioning.memory_plan`). ``recommend`` picks the fastest predicted epoch
+(:mod:`planning.cost_model`) and, with a memory plan, the predicted peak memory of the
+largest rank (:mod:`planning.memory_plan`). ``recommend`` picks the fastest predicted epoch
 and ``explain`` says why, with the runners-up within 10%; ``write_json`` and ``plot_sweep``
 save the result (the plot imports matplotlib lazily, so the package itself stays light).
 """
@@ -15,11 +15,13 @@ from pathlib import Path
 
 import numpy as np
 
-from .base import check_num_parts
+from partitioning import make_partitioner
+from partitioning.base import check_num_parts
+from partitioning.errors import PartitionError
+from partitioning.graph import as_csr_graph
+from partitioning.metrics import part_summary
+
 from .cost_model import Cluster, CostModel, ModelSpec, predict
-from .errors import PartitionError
-from .graph import as_csr_graph
-from .metrics import part_summary
 from .workload import part_workload
 
 __all__ = ["sweep", "score", "recommend", "runners_up", "explain", "write_json", "plot_sweep",
@@ -33,7 +35,7 @@ def score(graph, partition, spec: ModelSpec, cluster: Cluster | None = None,
     """One sweep row for an existing partition: quality, predicted times and memory.
 
     ``memory``: optional callable ``memory(workload) -> plan dict`` (a memory plan's per-rank
-    peak, see :func:`partitioning.memory_plan.plan_memory`).
+    peak, see :func:`planning.memory_plan.plan_memory`).
     """
     cost_model = cost_model or CostModel()
     s = part_summary(graph, partition,
@@ -85,8 +87,6 @@ def sweep(graph, methods, parts_list, spec: ModelSpec, *, seed: int = 0,
         progress: optional callable ``progress(done, total, label)`` called after each run.
     Returns: list of row dicts (see :func:`format_sweep_table` for the columns).
     """
-    from . import make_partitioner  # registry lives in the package __init__
-
     g = as_csr_graph(graph)
     method_params = method_params or {}
     parts_list = [check_num_parts(p, g.num_nodes) for p in parts_list]

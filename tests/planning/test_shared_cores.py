@@ -1,9 +1,9 @@
-"""A step's timeline of ranks exchanging and sharing cores (partitioning/shared_cores.py)."""
+"""A step's timeline of ranks exchanging and sharing cores (planning/shared_cores.py)."""
 
 import numpy as np
 import pytest
 
-from partitioning.shared_cores import pass_ends
+from planning.shared_cores import pass_ends
 
 EVERYONE = ~np.eye(4, dtype=bool)
 NOBODY = np.zeros((4, 4), dtype=bool)

@@ -1,15 +1,20 @@
-"""The memory plan (partitioning.memory_plan), without torch."""
+"""The memory plan (planning.memory_plan), without torch."""
+
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from partitioning import PartitionError, make_partitioner
-from partitioning.cost_model import ModelSpec
-from partitioning.memory_plan import (BASELINE_BYTES, PARTITIONING, DatasetShape,
-                                      balanced_workload, retained_growth,
-                                      format_plan, partitioning_cost, plan_memory)
-from partitioning.workload import part_workload
-from partition_testutil import random_graph
+from planning.cost_model import ModelSpec
+from planning.memory_plan import (BASELINE_BYTES, PARTITIONING, DatasetShape,
+                                  balanced_workload, retained_growth,
+                                  format_plan, partitioning_cost, plan_memory)
+from planning.workload import part_workload
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "partitioning"))
+from partition_testutil import random_graph  # noqa: E402
 
 SHAPE = DatasetShape(num_nodes=100_000, num_edges=2_000_000, num_features=64, num_classes=8,
                      layout="generated")
@@ -213,7 +218,7 @@ def _measured_growths():
     import json
     from pathlib import Path
 
-    from partitioning.memory_plan import _training_bytes
+    from planning.memory_plan import _training_bytes
 
     results = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
     cells = {}

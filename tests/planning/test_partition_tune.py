@@ -1,17 +1,21 @@
-"""The time model (partitioning.cost_model), workloads and the tune sweep, without torch."""
+"""The time model (planning.cost_model), workloads and the tune sweep, without torch."""
 
 import json
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from partitioning import PartitionError, make_partitioner
-from partitioning.cost_model import (Cluster, CostModel, ModelSpec, Network, allreduce_time,
-                                     predict)
-from partitioning.tune import (explain, format_sweep_table, plot_sweep, recommend, runners_up,
-                               sweep, write_json)
-from partitioning.workload import part_workload, workload_from_arrays
-from partition_testutil import random_graph, two_cliques
+from planning.cost_model import (Cluster, CostModel, ModelSpec, Network, allreduce_time,
+                                 predict)
+from planning.tune import (explain, format_sweep_table, plot_sweep, recommend, runners_up,
+                           sweep, write_json)
+from planning.workload import part_workload, workload_from_arrays
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "partitioning"))
+from partition_testutil import random_graph, two_cliques  # noqa: E402
 
 ONLY_COMM = {"gamma_edge": 0.0, "gamma_flop": 0.0, "gamma_elem": 0.0, "gamma_gather": 0.0}
 

@@ -1,7 +1,7 @@
 """Time model of one full-batch training step and one evaluation pass on a partitioned graph.
 
 It follows what the engine does (``gnnscale/graph/aggregate.py``, ``gnnscale/engine``). Inputs:
-a workload per part ``p`` (:func:`partitioning.workload.part_workload`: ``N_p`` owned nodes,
+a workload per part ``p`` (:func:`planning.workload.part_workload`: ``N_p`` owned nodes,
 ``Ein_p`` inner and ``Eb_p`` boundary edges, ``R[p, q]`` halo rows ``p`` receives from ``q``), a
 model (:class:`ModelSpec`: per layer input width ``a``, output width ``c``), a cluster
 (:class:`Cluster`: ranks per host, cores per rank, the network between hosts) and constants
@@ -48,7 +48,7 @@ elementwise op passes over. A dense transform costs ``max(g_flop 2 N a c, g_byte
 c))``: its flops, or the bytes it streams where they leave the cache.
 
 **Step**: a timeline of every rank's passes, forward layers then backward layers in reverse
-(:mod:`partitioning.shared_cores`). A rank's pass is its work before the post (``pack_p``, the
+(:mod:`planning.shared_cores`). A rank's pass is its work before the post (``pack_p``, the
 transform where it comes first), the work it overlaps with the exchange (``g_edge Ein_p w``),
 the wait for what is left of the exchange and the work after it. An exchange ends ``X_p``
 after the rank's own post and not before every peer it exchanges rows with has posted: the
@@ -86,7 +86,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import PartitionError
+from partitioning.errors import PartitionError
+
 from .shared_cores import pass_ends
 
 __all__ = ["CostModel", "Cluster", "Network", "ModelSpec", "predict", "COMPUTE_KEYS",
@@ -394,7 +395,7 @@ def _dense(k: dict, rows, a: int, c: int, cache: float):
 
 class _Pass:
     """One pass (forward or backward) of one layer on every rank: stages ``(before,
-    overlapped, exchange)`` then ``after`` (see :mod:`partitioning.shared_cores`)."""
+    overlapped, exchange)`` then ``after`` (see :mod:`planning.shared_cores`)."""
 
     def __init__(self, stages: list, after):
         self.stages, self.after = stages, np.asarray(after, dtype=np.float64)
@@ -502,7 +503,7 @@ def predict(workload: dict, spec: ModelSpec, cluster: Cluster | None = None,
     senders = (recv > 0) | (recv.T > 0)  # the exchanges run both ways (forward, backward)
 
     def timeline(passes: list) -> np.ndarray:
-        """When each pass ends, the slowest rank's (:mod:`partitioning.shared_cores`)."""
+        """When each pass ends, the slowest rank's (:mod:`planning.shared_cores`)."""
         ends = pass_ends([(w.stages, w.after) for w in passes], senders, hosts,
                          cluster.host_cores, cluster.cores_per_rank)
         return ends.max(axis=1)
