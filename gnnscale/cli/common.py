@@ -32,11 +32,16 @@ class OneLineParser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str):
-        if env_rank() == 0:
-            print(f"{self.prog}: error: {message} (see `{self.prog} --help`)", file=sys.stderr,
-                  flush=True)
-        let_rank_0_report()
-        sys.exit(EXIT_USAGE)
+        sys.exit(refuse(f"{self.prog}: error: {message} (see `{self.prog} --help`)"))
+
+
+def refuse(line: str) -> int:
+    """Before the ranks talk to each other, for an error every rank finds alike: rank 0 prints
+    ``line``; the others wait for it (:func:`let_rank_0_report`). Returns the usage exit code."""
+    if env_rank() == 0:
+        print(line, file=sys.stderr, flush=True)
+    let_rank_0_report()
+    return EXIT_USAGE
 
 
 #: seconds the other ranks wait before exiting on a user error that rank 0 reports

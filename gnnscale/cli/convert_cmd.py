@@ -23,7 +23,7 @@ def add_parser(subparsers) -> None:
                      help="folder to create (missing parent folders are created)")
     out.add_argument("--overwrite", action="store_true",
                      help="replace an existing converted graph at --out (atomically)")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, outputs=lambda args: [(args.out, "--out", "renamed-folder")])
 
 
 def run(args) -> int:

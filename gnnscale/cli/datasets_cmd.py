@@ -35,7 +35,8 @@ def add_parser(subparsers) -> None:
     fetch.add_argument("--no-progress", action="store_true", help="no progress bar")
     fetch.add_argument("--timeout", type=float, default=60.0,
                        help="seconds a silent connection is waited for before giving up")
-    fetch.set_defaults(func=run_download)
+    fetch.set_defaults(func=run_download,
+                       outputs=lambda args: [(_root(args), "--data-root", "folder")])
 
 
 def _add_root(parser) -> None:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import importlib
 import sys
 
-from .common import OneLineParser, formatter, run_entry_point, user_error_types
+from .common import OneLineParser, formatter, refuse, run_entry_point, user_error_types
+from .outputs import check_outputs
 
 # Sub-commands live one per module; each exposes add_parser(subparsers) and run(args).
 SUBCOMMAND_MODULES = ("train_cmd", "partition_cmd", "convert_cmd", "tune_cmd", "plan_cmd",
@@ -52,6 +53,12 @@ def main(argv=None) -> int:
             check(args)
         except user_error_types() as exc:
             parser.commands[args.command].error(str(exc))
+    outputs = getattr(args, "outputs", None)
+    if outputs is not None:  # every file and folder the command will write, checked now
+        try:
+            check_outputs(outputs(args))
+        except user_error_types() as exc:
+            return refuse(f"gnnscale {args.command}: error: {exc}")
     return run_entry_point(args.func, args)
 
 

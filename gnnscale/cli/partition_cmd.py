@@ -73,7 +73,7 @@ def add_parser(subparsers) -> None:
                      help="bytes per feature row for the halo-volume report; default: "
                           "4 x the dataset's feature width")
     memory_check.add_memory_plan_argument(part)
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, outputs=lambda args: [(args.out, "--out", "renamed-folder")])
 
 
 def run(args) -> int:

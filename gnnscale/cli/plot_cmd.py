@@ -19,7 +19,12 @@ def add_parser(subparsers) -> None:
     p.add_argument("metrics", help="JSON-lines file from `gnnscale train --metrics-out`")
     p.add_argument("--out", default=None,
                    help="PNG to write; default: the metrics file with a .png suffix")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, outputs=lambda args: [(out_path(args), "--out", "file")])
+
+
+def out_path(args) -> str:
+    """The PNG ``plot`` writes: ``--out``, else the metrics file with a .png suffix."""
+    return args.out or str(Path(args.metrics).with_suffix(".png"))
 
 
 def read_metrics(path) -> list[dict]:
@@ -95,7 +100,6 @@ def _plot_time_parts(ax, ranks: list[dict]) -> None:
 
 
 def run(args) -> int:
-    out = args.out or str(Path(args.metrics).with_suffix(".png"))
-    path = plot_records(read_metrics(args.metrics), out)
+    path = plot_records(read_metrics(args.metrics), out_path(args))
     say(f"wrote {path}")
     return 0

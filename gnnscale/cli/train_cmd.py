@@ -29,7 +29,15 @@ def add_parser(subparsers) -> None:
     memory_check.add_memory_plan_argument(p)
     add_evaluation_arguments(p)
     add_output_arguments(p)
-    p.set_defaults(func=run, check=check_arguments)
+    p.set_defaults(func=run, check=check_arguments, outputs=outputs)
+
+
+def outputs(args) -> list[tuple]:
+    """What ``train`` writes, as :func:`gnnscale.cli.outputs.check_outputs` takes it."""
+    per_part = args.predictions_layout == "per-part"
+    return [(args.metrics_out, "--metrics-out", "file"), (args.plot, "--plot", "file"),
+            (args.predictions_out, "--predictions-out", "folder" if per_part else "file"),
+            (args.checkpoint_dir, "--checkpoint-dir", "folder")]
 
 
 MAX_EPOCHS_VARIABLE = "GNNSCALE_MAX_EPOCHS"
@@ -59,10 +67,6 @@ def run(args) -> int:
 
     torch.set_num_threads(args.threads or default_threads())
     comm = comm_module.init(args.backend)
-    if args.checkpoint_dir:
-        with agreed_failure(comm):
-            if comm.rank == 0:  # a folder that cannot be written fails now, not at epoch N
-                _prepare_folder(args.checkpoint_dir, "--checkpoint-dir")
     trainer, header, metric = build_trainer(args, comm)
     resumed_from = _maybe_resume(trainer, args, comm)
     say(header)
@@ -114,17 +118,6 @@ def run(args) -> int:
         plot_records([r.to_json() for r in trainer.history] + [final], args.plot)
         say(f"plot written to {args.plot}")
     return 0
-
-
-def _prepare_folder(path, option: str) -> None:
-    """Create ``path`` (and its parents) now, so an unusable one fails before training."""
-    folder = Path(path)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"{option} {path}: cannot create the folder ({exc.strerror})") from None
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise UsageError(f"{option} {path}: the folder is not writable")
 
 
 def _maybe_resume(trainer, args, comm) -> int | None:

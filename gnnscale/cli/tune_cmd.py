@@ -75,7 +75,19 @@ def add_parser(subparsers) -> None:
     out.add_argument("--no-plot", action="store_true", help="skip the PNG")
     out.add_argument("--no-progress", action="store_true",
                      help="no progress bar (there is one only when stderr is a terminal)")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, outputs=outputs)
+
+
+def output_path(args, suffix: str) -> Path:
+    """``--out PREFIX`` with ``suffix``: ``.json``, ``.png`` or ``-cost-model.json``."""
+    prefix = Path(args.out)
+    return prefix.with_name(prefix.name + suffix)
+
+
+def outputs(args) -> list[tuple]:
+    """What ``tune`` writes, as :func:`gnnscale.cli.outputs.check_outputs` takes it."""
+    suffixes = [".json"] + [".png"] * (not args.no_plot) + ["-cost-model.json"] * args.calibrate
+    return [(output_path(args, suffix), "--out", "file") for suffix in suffixes]
 
 
 def model_spec(args, data):
@@ -112,14 +124,11 @@ def cost_model_from_args(args):
 def run(args) -> int:
     """Sweep, print the table and the recommendation, write JSON and PNG."""
     from partitioning import make_partitioner
-    from partitioning.store import check_creatable
     from planning.tune import (explain, format_sweep_table, plot_sweep, recommend,
                                    runners_up, score, write_json)
 
     from ..errors import UsageError
 
-    prefix = Path(args.out)
-    check_creatable(prefix.absolute().parent, f"--out {args.out}")  # before the sweep
     for method in args.methods:  # unknown names fail before loading anything
         make_partitioner(method, num_parts=1)
     cost_model = cost_model_from_args(args)
@@ -135,7 +144,7 @@ def run(args) -> int:
         from .calibrate import calibrate
 
         cost_model = calibrate(say=say)
-        calibration = prefix.with_name(prefix.name + "-cost-model.json")
+        calibration = output_path(args, "-cost-model.json")
         calibration.absolute().parent.mkdir(parents=True, exist_ok=True)
         cost_model.save(calibration)
         say(f"wrote {calibration} (reuse with --cost-model)")
@@ -168,14 +177,14 @@ def run(args) -> int:
         r = recommend(rows, p)
         say(f"  best at {p:>4} parts: {r['method']:<8} {r['predicted_epoch_s'] * 1e3:9.2f} ms "
             f"({r['bound']}-bound)")
-    json_path = prefix.with_name(prefix.name + ".json")
-    prefix.absolute().parent.mkdir(parents=True, exist_ok=True)
+    json_path = output_path(args, ".json")
+    json_path.absolute().parent.mkdir(parents=True, exist_ok=True)
     write_json(json_path, rows, cost_model,
                extra={"dataset": data.name, "model": spec.__dict__,
                       "cluster": describe_cluster(args), "seed": args.seed})
     say(f"wrote {json_path}")
     if not args.no_plot:
-        png_path = prefix.with_name(prefix.name + ".png")
+        png_path = output_path(args, ".png")
         plot_sweep(rows, png_path)
         say(f"wrote {png_path}")
     return 0
