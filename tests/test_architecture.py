@@ -1,8 +1,11 @@
 """The import rules of docs/architecture.md ("Layers and what each may import"), checked on the
-source: every import, at the top of a file or inside a function, of every module."""
+source: every import, at the top of a file or inside a function, of every module; and no import
+cycles among the modules."""
 
 import ast
 from pathlib import Path
+
+import pytest
 
 from mpi_launch import REPO_ROOT
 
@@ -84,3 +87,110 @@ def test_relative_and_lazy_imports_are_seen():
     text = "from ..graph import LocalGraph\ndef f():\n    from . import single\n"
     assert imported_modules(text, ("gnnscale", "comm")) == {"gnnscale.graph",
                                                              "gnnscale.comm.single"}
+
+
+def _outside_main_guard(tree: ast.Module) -> ast.Module:
+    """``tree`` without its ``if __name__ == "__main__":`` blocks: what they import runs only
+    when the file is the program, never when another module imports it."""
+    def is_main_guard(node):
+        test = getattr(node, "test", None)
+        return (isinstance(node, ast.If) and isinstance(test, ast.Compare)
+                and isinstance(test.left, ast.Name) and test.left.id == "__name__"
+                and any(isinstance(c, ast.Constant) and c.value == "__main__"
+                        for c in test.comparators))
+    return ast.Module(body=[n for n in tree.body if not is_main_guard(n)], type_ignores=[])
+
+
+def module_graph(top: str = "gnnscale") -> dict:
+    """Module -> the modules of ``top`` it imports (at the top of the file or inside functions;
+    ``from package import name`` counts as the module ``package.name`` where that is one)."""
+    files = {}
+    for path in sorted((REPO_ROOT / top).rglob("*.py")):
+        parts = path.relative_to(REPO_ROOT).with_suffix("").parts
+        files[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+
+    def module_of(name: str) -> str | None:
+        while name and name not in files:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph = {}
+    for module, path in files.items():
+        tree = _outside_main_guard(ast.parse(path.read_text()))
+        package = path.relative_to(REPO_ROOT).parent.parts
+        imported = {module_of(name) for name in imported_modules(ast.unparse(tree), package)}
+        graph[module] = sorted(imported - {None, module})
+    return graph
+
+
+def import_cycles(graph: dict) -> list:
+    """One cycle (a list of modules, the first repeated at the end) through every strongly
+    connected group of ``graph`` that has more than one module."""
+    order, low, on_stack, stack, cycles = {}, {}, set(), [], []
+
+    def visit(start):  # Tarjan's algorithm, iterative
+        work = [(start, iter(graph[start]))]
+        order[start] = low[start] = len(order)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in order:
+                    order[child] = low[child] = len(order)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(graph[child])))
+                elif child in on_stack:
+                    low[node] = min(low[node], order[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == order[node]:
+                group = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.add(member)
+                    if member == node:
+                        break
+                if len(group) > 1:
+                    cycles.append(_cycle_within(graph, group))
+
+    for node in graph:
+        if node not in order:
+            visit(node)
+    return cycles
+
+
+def _cycle_within(graph: dict, group: set) -> list:
+    """A shortest cycle through the first module of a strongly connected ``group``."""
+    start = min(group)
+    paths, seen = [[start]], {start}
+    while paths:
+        path = paths.pop(0)
+        for child in graph[path[-1]]:
+            if child == start:
+                return path + [start]
+            if child in group and child not in seen:
+                seen.add(child)
+                paths.append(path + [child])
+    raise AssertionError(f"{sorted(group)} is not strongly connected")
+
+
+@pytest.mark.parametrize("top", ["gnnscale", "partitioning", "planning"])
+def test_no_import_cycles_among_modules(top):
+    cycles = import_cycles(module_graph(top))
+    assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_import_cycles_are_found_also_through_lazy_imports_and_packages():
+    graph = {"a": ["b"], "b": ["c"], "c": ["a", "d"], "d": [], "e": ["e2"], "e2": ["e"]}
+    assert import_cycles(graph) == [["a", "b", "c", "a"], ["e", "e2", "e"]]
+    assert import_cycles({"a": ["b"], "b": [], "c": ["a", "b"]}) == []
+    text = ("import os\ndef f():\n    from .b import g\n"
+            "if __name__ == '__main__':\n    from .c import main\n")
+    tree = _outside_main_guard(ast.parse(text))
+    assert imported_modules(ast.unparse(tree), ("gnnscale", "x")) == {"os", "gnnscale.x.b"}

@@ -162,7 +162,7 @@ def choose_allocator(retain_fits: bool, comm) -> None:
 
 def _problem_from_store(args, comm, device):
     """Each rank reads only its own part of a partition store."""
-    from ..engine.local_problem import LocalProblem, read_store_part
+    from ..engine.store_problem import problem_from_store_part, read_store_part
     from . import memory_check
 
     with agreed_failure(comm):
@@ -170,7 +170,7 @@ def _problem_from_store(args, comm, device):
     choose_allocator(retain_fits, comm)
     with agreed_failure(comm):
         part = read_store_part(args.partitions, comm.rank, comm.size)
-    problem = LocalProblem.from_store_part(part, comm, device=device)
+    problem = problem_from_store_part(part, comm, device=device)
     manifest = part.manifest
     graph, meta = manifest["graph"], manifest["partition"]
     name = (manifest.get("extra") or {}).get("dataset", args.partitions)

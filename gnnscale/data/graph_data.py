@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from gnnscale.data._csr import csr_by_destination
+from gnnscale.data.pyg_io import pyg_arrays
 from gnnscale.errors import DataError
 
 _MASKS = ("train_mask", "val_mask", "test_mask")
@@ -177,10 +178,17 @@ class GraphData:
 
     @classmethod
     def from_pyg(cls, data, name: str = "graph", *, split: int = 0) -> "GraphData":
-        """Build a :class:`GraphData` from a PyG ``Data`` (see ``pyg_io.from_pyg``)."""
-        from gnnscale.data.pyg_io import from_pyg
+        """Build a validated :class:`GraphData` from a ``torch_geometric.data.Data``.
 
-        return from_pyg(data, name=name, split=split)
+        Reads ``edge_index`` (``[2, E]``, source row first), ``x`` (dense or sparse), ``y`` (a
+        one-dimensional class vector; ``[N, 1]`` is flattened) and ``train_mask``/``val_mask``/
+        ``test_mask``; ``[N, S]`` masks hold several splits and column ``split`` is taken. Edges
+        are kept as they are (not symmetrised). Missing ``x``, ``y`` or masks raise
+        :class:`DataError`: use :func:`gnnscale.data.features.synthetic_node_data` to make them for
+        structure-only graphs (:func:`gnnscale.data.pyg_io.pyg_arrays` reads the arrays).
+        """
+        edge_index, num_nodes, x, y, *masks = pyg_arrays(data, name, split=split)
+        return cls.from_edge_index(edge_index, num_nodes, x, y, *masks, name=name).validate()
 
     def summary(self) -> str:
         """One line: name, nodes, edges, features, classes and the train/val/test counts."""

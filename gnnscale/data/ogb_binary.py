@@ -29,8 +29,8 @@ from gnnscale.data.background import BackgroundRead, overlap_fits
 from gnnscale.data.node_labels import class_ids
 from gnnscale.data.npz import npz_keys
 from gnnscale.data.npz_stream import npz_array_header, read_npz_array
-from gnnscale.data.ogb import (assemble, check_split, edges_to_csr, held_while_building,
-                               is_binary_layout, read_split)
+from gnnscale.data.ogb_common import (assemble, check_split, edges_to_csr, held_while_building,
+                                      is_binary_layout, read_split)
 from gnnscale.errors import DataError
 
 REQUIRED_KEYS = ("edge_index", "num_nodes_list", "num_edges_list")

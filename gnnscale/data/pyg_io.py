@@ -1,10 +1,10 @@
-"""Conversion from PyTorch Geometric ``Data`` objects (the reverse is ``GraphData.to_pyg``)."""
+"""The arrays of a PyTorch Geometric ``Data`` object, checked: what ``GraphData.from_pyg`` builds
+from (the reverse is ``GraphData.to_pyg``)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from gnnscale.data.graph_data import GraphData
 from gnnscale.errors import DataError
 
 
@@ -30,14 +30,14 @@ def _pick_split(mask, field: str, split: int, name: str):
                     f"{split} (splits are the columns of an [N, S] mask)")
 
 
-def from_pyg(data, name: str = "graph", *, split: int = 0) -> GraphData:
-    """Build a validated :class:`GraphData` from a ``torch_geometric.data.Data``.
+def pyg_arrays(data, name: str = "graph", *, split: int = 0) -> tuple:
+    """``(edge_index, num_nodes, x, y, train_mask, val_mask, test_mask)`` of a
+    ``torch_geometric.data.Data`` as NumPy arrays, for ``GraphData.from_edge_index``.
 
-    Reads ``edge_index`` (``[2, E]``, source row first), ``x`` (dense or sparse), ``y`` (a
-    one-dimensional class vector; ``[N, 1]`` is flattened) and ``train_mask``/``val_mask``/
-    ``test_mask``; ``[N, S]`` masks hold several splits and column ``split`` is taken. Edges are
-    kept as they are (not symmetrised). Missing ``x``, ``y`` or masks raise :class:`DataError`:
-    use :func:`gnnscale.data.features.synthetic_node_data` to make them for structure-only graphs.
+    Reads ``edge_index`` (``[2, E]``, source row first), ``x`` (dense or sparse; one-dimensional
+    becomes one column), ``y`` (a one-dimensional class vector; ``[N, 1]`` is flattened) and
+    ``train_mask``/``val_mask``/``test_mask``; ``[N, S]`` masks hold several splits and column
+    ``split`` is taken. Missing ``x``, ``y`` or masks raise :class:`DataError`.
     """
     if not hasattr(data, "edge_index"):
         raise DataError(f"from_pyg expects a torch_geometric.data.Data, got {type(data).__name__}")
@@ -67,4 +67,4 @@ def from_pyg(data, name: str = "graph", *, split: int = 0) -> GraphData:
         x = x[:, None]
     masks = [_pick_split(fields[f], f, split, name) for f in ("train_mask", "val_mask",
                                                                "test_mask")]
-    return GraphData.from_edge_index(edge_index, num_nodes, x, y, *masks, name=name).validate()
+    return (edge_index, num_nodes, x, y, *masks)

@@ -33,7 +33,8 @@ import torch
 
 from .dropout import (_CHUNK, NOT_TRANSPOSED, _draw, _flat, _masked_scale,
                       _relu_dropout_grad, tiled_bias)
-from .gemm import addmm, addmm_, mm, uses_onednn
+from .gemm import addmm, addmm_, cpu_autocast_dtype, mm, uses_onednn
+from .tall_linear import linear_sum
 
 #: bytes of activated rows per block: a few blocks fit the 2 MiB-per-core caches of this
 #: class of machine with room for the weight
@@ -60,8 +61,6 @@ class PendingLinear:
 
     def materialize(self) -> torch.Tensor:
         """The product as a tensor (:func:`~gnnscale.nn.tall_linear.linear_sum`)."""
-        from .tall_linear import linear_sum
-
         return linear_sum(self.inputs, self.weights)
 
 
@@ -73,15 +72,6 @@ def can_fuse(h) -> bool:
             w.dtype == torch.float32 for w in h.weights)
     return (h.dtype == torch.float32 and h.device.type == "cpu" and h.dim() == 2
             and cpu_autocast_dtype() is None)
-
-
-def cpu_autocast_dtype() -> torch.dtype | None:
-    """The dtype CPU autocast runs in where it is on, else None."""
-    try:
-        enabled, dtype = torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu")
-    except TypeError:  # torch < 2.4
-        enabled, dtype = torch.is_autocast_cpu_enabled(), torch.get_autocast_cpu_dtype()
-    return dtype if enabled else None
 
 
 def relu_dropout_linear(h, weight: torch.Tensor, p: float, training: bool = True,

@@ -107,6 +107,15 @@ def set_backend(setting: str | None) -> bool:
     return bool(_use_onednn)
 
 
+def cpu_autocast_dtype() -> torch.dtype | None:
+    """The dtype CPU autocast runs in where it is on, else None."""
+    try:
+        enabled, dtype = torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu")
+    except TypeError:  # torch < 2.4
+        enabled, dtype = torch.is_autocast_cpu_enabled(), torch.get_autocast_cpu_dtype()
+    return dtype if enabled else None
+
+
 def _onednn_takes(a: torch.Tensor, b: torch.Tensor) -> bool:
     if not uses_onednn():
         return False

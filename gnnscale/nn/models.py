@@ -22,7 +22,8 @@ from ..graph import RankGraph
 from .conv import GCNLayer, SAGELayer
 from .dropout import dropout as fast_dropout
 from .dropout import relu_dropout
-from .fused_transform import PendingLinear, can_fuse, cpu_autocast_dtype
+from .fused_transform import PendingLinear, can_fuse
+from .gemm import cpu_autocast_dtype
 from .gat import GATLayer, GATv2Layer
 from .gin import GINLayer
 from .norms import NORMS, make_norm

@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import torch
 
-from .fused_transform import cpu_autocast_dtype
-from .gemm import addmm_, mm, mm_tn
+from .gemm import addmm_, cpu_autocast_dtype, mm, mm_tn
 
 
 def can_use(x: torch.Tensor) -> bool:
