@@ -1,5 +1,10 @@
-"""Every ```sh block of README.md, and its Python example, run as written in a fresh copy of the
-repository, the way a new user follows the README.
+"""Every ```sh block of README.md and of docs/*.md, and the README's Python example, run as
+written in a fresh copy of the repository, the way a new user follows the README; and the
+manual's shape: at most 300 lines, every relative link in it and in docs/ pointing at a file
+(and heading) that exists, every ``GNNSCALE_*`` variable the code reads in its table.
+
+Blocks the test must not run (a cluster's batch script, an install against a cluster's MPI,
+an hours-long benchmark) are fenced as ``bash`` or ``text`` instead.
 
 The copy holds the repository's files (tracked and new, not ignored ones, the shipped
 ``datasets/`` among them) with the project's `.venv` linked in. What is substituted, and only
@@ -30,6 +35,9 @@ from mpi_launch import DATASETS_ROOT, REPO_ROOT, mpi_env, run_command
 pytestmark = pytest.mark.timeout(1500)
 
 README = REPO_ROOT / "README.md"
+DOCS = sorted((REPO_ROOT / "docs").glob("*.md"))
+README_MAX_LINES = 300
+CODE_PACKAGES = ("gnnscale", "partitioning", "planning")
 SUBSTITUTIONS = [("/path/to/datasets", str(DATASETS_ROOT)), ("mpirun -n 64", "mpirun -n 2"),
                  ("make test", "make -n test")]
 SMOKE_ENV = {"GNNSCALE_MAX_EPOCHS": "2",
@@ -37,9 +45,79 @@ SMOKE_ENV = {"GNNSCALE_MAX_EPOCHS": "2",
              "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 
 
+def fenced_blocks(language: str, path: Path = README) -> list[str]:
+    """The bodies of the fenced blocks in ``language`` of the Markdown file ``path``, in order."""
+    return re.findall(rf"^```{language}\n(.*?)^```", path.read_text(), flags=re.S | re.M)
+
+
 def readme_blocks(language: str) -> list[str]:
     """The bodies of the README's fenced blocks in ``language``, in order."""
-    return re.findall(rf"^```{language}\n(.*?)^```", README.read_text(), flags=re.S | re.M)
+    return fenced_blocks(language, README)
+
+
+def heading_anchor(heading: str) -> str:
+    """The anchor GitHub gives a Markdown heading: lower case, punctuation dropped, spaces to
+    hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def prose(path: Path) -> str:
+    """The Markdown file without its fenced blocks (links inside code are not links)."""
+    return re.sub(r"^```.*?^```", "", path.read_text(), flags=re.S | re.M)
+
+
+def broken_links(path: Path, root: Path = REPO_ROOT) -> list[str]:
+    """The relative links of ``path`` (a file under ``root``) whose file or folder, or heading,
+    does not exist."""
+    broken = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", prose(path)):
+        if re.match(r"[a-z][a-z0-9+.-]*:", target):  # http:, https:, mailto:
+            continue
+        file_part, _, anchor = target.partition("#")
+        linked = (path.parent / file_part) if file_part else path
+        if not linked.exists():
+            broken.append(f"{path.relative_to(root)}: {target} (no such file)")
+        elif anchor and linked.suffix == ".md":
+            anchors = {heading_anchor(h) for h in re.findall(r"^#+ (.+)$", prose(linked),
+                                                             flags=re.M)}
+            if anchor not in anchors:
+                broken.append(f"{path.relative_to(root)}: {target} (no such heading)")
+    return broken
+
+
+def test_readme_is_a_manual_of_at_most_300_lines():
+    lines = README.read_text().count("\n")
+    assert lines <= README_MAX_LINES, f"README.md has {lines} lines; the evidence goes in docs/"
+
+
+def test_every_relative_link_of_the_readme_and_docs_exists():
+    assert DOCS, "docs/ holds no Markdown files"
+    broken = [link for path in (README, *DOCS) for link in broken_links(path)]
+    assert not broken, "\n".join(broken)
+
+
+def test_broken_links_are_found(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "README.md").write_text("# Top: the manual\n```sh\n[x](in-code.md)\n```\n")
+    page = tmp_path / "docs" / "page.md"
+    page.write_text("# Here\n[a](../README.md) [b](missing.md) [c](#here) [d](#nowhere)\n"
+                    "[e](../README.md#top-the-manual) [f](../README.md#in-code)\n"
+                    "[g](https://example.org/x) [h](../docs)\n")
+    assert broken_links(page, tmp_path) == [
+        "docs/page.md: missing.md (no such file)", "docs/page.md: #nowhere (no such heading)",
+        "docs/page.md: ../README.md#in-code (no such heading)"]
+    assert broken_links(tmp_path / "README.md", tmp_path) == []  # links in code are code
+
+
+def test_readme_lists_every_environment_variable_the_code_reads():
+    read = set()
+    for package in CODE_PACKAGES:
+        for source in (REPO_ROOT / package).rglob("*.py"):
+            read |= set(re.findall(r"GNNSCALE_[A-Z0-9_]*[A-Z0-9]", source.read_text()))
+    table = README.read_text().split("## Environment variables", 1)[-1]
+    listed = set(re.findall(r"^\| `(GNNSCALE_[A-Z0-9_]+)` \|", table, flags=re.M))
+    assert read and not read - listed, f"missing from the README's table: {sorted(read - listed)}"
+    assert not listed - read, f"the code reads none of {sorted(listed - read)}"
 
 
 def fresh_copy(target: Path) -> Path:
@@ -86,14 +164,15 @@ def test_every_readme_command_block_runs_as_written(tmp_path, datasets_root):
     env.pop("PYTHONPATH", None)
     failures = []
     left_out = []
-    for number, block in enumerate(readme_blocks("sh"), 1):
-        commands, downloads = substituted(block)
-        left_out += downloads
-        script = "set -eo pipefail\n" + commands
-        done = run_command(["bash", "-c", script], timeout=900, env=env, cwd=repo)
-        if done.returncode != 0:
-            failures.append(f"block {number} exited {done.returncode}:\n{block}\n"
-                            f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    for page in (README, *DOCS):  # the README first: the docs' blocks may use its outputs
+        for number, block in enumerate(fenced_blocks("sh", page), 1):
+            commands, downloads = substituted(block)
+            left_out += downloads
+            script = "set -eo pipefail\n" + commands
+            done = run_command(["bash", "-c", script], timeout=900, env=env, cwd=repo)
+            if done.returncode != 0:
+                failures.append(f"{page.name} block {number} exited {done.returncode}:\n"
+                                f"{block}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
     for number, block in enumerate(readme_blocks("python"), 1):
         done = run_command([sys.executable, "-c", block], timeout=600, env=env, cwd=repo)
         if done.returncode != 0:
