@@ -1,6 +1,6 @@
 """Allreduce latency and bandwidth, 1 KB to 64 MB: gnnscale's backends vs plain torch gloo.
 
-Run on 2 ranks (the README's figures)::
+Run on 2 ranks (the figures of docs/performance.md)::
 
     mpirun -n 2 -x OMP_NUM_THREADS=1 python benchmarks/allreduce_bench.py
 

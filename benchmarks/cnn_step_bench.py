@@ -1,6 +1,6 @@
 """CNN training step time: gnnscale DataParallel vs torch DistributedDataParallel (gloo).
 
-Run on 2 ranks x 1 thread (the README's figures)::
+Run on 2 ranks x 1 thread (the figures of docs/performance.md)::
 
     mpirun -n 2 -x OMP_NUM_THREADS=1 python benchmarks/cnn_step_bench.py
 

@@ -4,7 +4,7 @@ Run from the repository root with the project's venv (one process, or one rank p
 under mpirun; every rank prints and records its own table, rank 0 adds them to the file). One
 configuration per process: a step profiled after another model's run in the same process
 can come out several times slower than it runs (seen with GCN without dropout after GCN with
-it), so the README's tables come from
+it), so the tables of docs/performance.md come from
 
     for m in gcn sage; do for p in 0.5 0; do
       .venv/bin/python benchmarks/engine_phases.py --models $m --dropout $p
@@ -13,7 +13,7 @@ it), so the README's tables come from
 
 and the same loop with ``--compute-dtype bfloat16`` for the bf16 tables.
 
-Workload (the README's engine tables): a seeded R-MAT graph (scale 18: 262,144 nodes, 7.6M
+Workload (docs/performance.md): a seeded R-MAT graph (scale 18: 262,144 nodes, 7.6M
 directed edges after symmetrising), 128 random features, 16 classes, 2 layers of 256, Adam
 (lr 0.01, weight decay 5e-4), full batch; several ranks split it with METIS (nodes+edges
 balance) as ``gnnscale train`` does.

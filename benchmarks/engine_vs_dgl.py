@@ -5,7 +5,7 @@ from the repository root:
 
     PYTHONPATH=. $(make -s dgl-env-path)/bin/python benchmarks/engine_vs_dgl.py
 
-Workload (the README's engine tables): a seeded R-MAT graph (scale 18: 262,144 nodes, about 7.6M directed edges
+Workload (docs/performance.md): a seeded R-MAT graph (scale 18: 262,144 nodes, about 7.6M directed edges
 after symmetrising and de-duplicating; Graph500 parameters, edge factor 16), 128 random
 features, 16 classes, 2-layer GCN and GraphSAGE (mean) with 256 hidden units, dropout 0.5,
 full batch, Adam (lr 0.01, weight decay 5e-4), cross-entropy on the training nodes.
@@ -33,7 +33,7 @@ Variants, per model, all in one process:
                  bf16, float32 sums, weights and optimiser), the others with their forward
                  pass and loss under torch.autocast("cpu", torch.bfloat16) (DGL's GraphConv and
                  SAGEConv run under it; torch's CSR product has no bf16 CPU kernel, so pyg_csr_bf16
-                 fails and is recorded as failed). For the README's bf16 rows:
+                 fails and is recorded as failed). For the bf16 rows of docs/performance.md:
 
     PYTHONPATH=. $(make -s dgl-env-path)/bin/python benchmarks/engine_vs_dgl.py \
         --variants gnnscale gnnscale_bf16 dgl dgl_bf16 pyg_edge_index pyg_csr
@@ -42,7 +42,7 @@ Variants, per model, all in one process:
 peers' graphs, features and layers moved there; bf16 autocast on "cuda"), synchronises around
 each timed step and records, per variant, the most a step allocates on the GPU beyond what was
 allocated before it (``gpu_step_peak_bytes``). DGL's variants need a CUDA build of DGL; for
-the README's GPU table, where torch_geometric is installed beside a CUDA build of torch:
+docs/performance.md's GPU table, where torch_geometric is installed beside a CUDA build of torch:
 
     bash benchmarks/gpu_checks.sh OUT_DIR
 

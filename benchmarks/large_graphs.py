@@ -401,7 +401,7 @@ def result_key(args) -> str:
 def memory_report(args, work: Path) -> None:
     """Plan vs measured peak per rank of every stored R-MAT 21 training run from a store or in
     one process (the plan recomputed with the current code where the store is in ``--work``),
-    as the README's table."""
+    as the table of docs/planning.md."""
     out = Path(args.out)
     report = json.loads(out.read_text())
     rows, errors = [], []

@@ -181,8 +181,9 @@ def predict_cell(cell: dict, data, args) -> None:
 
 
 def report(path) -> None:
-    """Print the README table (one row per cell: each rank's predicted / measured MiB, the
-    errors, the phase the plan names for the largest rank) and the error summary of --out."""
+    """Print the table of docs/planning.md (one row per cell: each rank's predicted / measured
+    MiB, the errors, the phase the plan names for the largest rank) and the error summary of
+    --out."""
     result = json.loads(Path(path).read_text())
     print("| cell | allocator | model | predicted / measured per rank (MiB) | error per rank "
           "| phase |")

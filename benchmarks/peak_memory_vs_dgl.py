@@ -8,7 +8,7 @@ Run from the repository root (the DGL environment comes from `make dgl-env`)::
     flock /tmp/gnnscale-bench.lock .venv/bin/python benchmarks/peak_memory_vs_dgl.py \\
         --dataset /tmp/rmat18-128
 
-Workload (the README's engine tables): R-MAT scale 18 (262,144 nodes, 7.6M edges), 128
+Workload (docs/performance.md): R-MAT scale 18 (262,144 nodes, 7.6M edges), 128
 features, 16 classes, GCN and SAGE with 2 layers of 256, Adam, 2 threads, dropout 0.5 and 0.
 Runs, in turn, per model and dropout:
   gnnscale          ``gnnscale train`` (``--epochs``, evaluation every epoch), the trainer's

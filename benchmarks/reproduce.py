@@ -5,7 +5,7 @@ so a sweep can be done in several shorter invocations), then print the compariso
 Usage (from the repository root; run heavy sweeps under ``flock /tmp/gnnscale-bench.lock``):
 
     python benchmarks/reproduce.py RECIPE [RECIPE ...] --ranks 4 --runs 10 --first-run 0
-    python benchmarks/reproduce.py --table        # the README table from the result files
+    python benchmarks/reproduce.py --table        # the table of docs/reproductions.md
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Not part of CI (minutes of machine time). Run it plainly; it launches itself under ``mpirun``::
 
-    python benchmarks/soak.py                      # 2,000 epochs on 4 ranks (the README's figures)
+    python benchmarks/soak.py                      # 2,000 epochs on 4 ranks (docs/guarantees.md)
     python benchmarks/soak.py --ranks 2 --epochs 300 --out /tmp/soak.json   # a quick look
 
 Each rank trains a GCN on a generated SBM graph through the public API (``load_dataset``, a

@@ -1,4 +1,4 @@
-"""Markdown tables from staleness_policies.py results (the README's tables).
+"""Markdown tables from staleness_policies.py results (docs/communication-avoiding.md).
 
     python benchmarks/staleness_table.py benchmarks/results/staleness_4ranks.json [...]
 """

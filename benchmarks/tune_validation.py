@@ -235,8 +235,8 @@ def report(path) -> dict:
 
 
 def markdown(cells) -> str:
-    """README table: one row per (dataset, ranks, method), step ms predicted / measured for each
-    network."""
+    """The table of docs/planning.md: one row per (dataset, ranks, method), step ms predicted /
+    measured for each network."""
     nets = [n for n in NETWORKS if any(c["network"] == n for c in cells)]
     lines = ["| graph | ranks | partitioner | " + " | ".join(
         f"{'shared memory' if n == 'real' else 'simulated ' + n} pred / meas (ms)" for n in nets)

@@ -1,6 +1,6 @@
 """Shortened published recipes (gnnscale.recipes) reach bars that a broken layer or recipe
-misses. The full recipes are benchmarks (benchmarks/reproduce.py, README "Published results,
-reproduced"); here each runs with its fixed seeds and fewer epochs or a narrower model:
+misses. The full recipes are benchmarks (benchmarks/reproduce.py, docs/reproductions.md);
+here each runs with its fixed seeds and fewer epochs or a narrower model:
 
 - GCN (Kipf & Welling) on Cora, the whole recipe, seeds 0 and 1: mean test accuracy >= 0.795
   (published 81.5; these seeds give 81.8 and 81.4);
