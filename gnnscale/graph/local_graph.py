@@ -7,8 +7,6 @@ kind.
 
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 import scipy.sparse as sp
 import torch
@@ -19,6 +17,7 @@ from .halo import HaloPlan, exchange_halo, post_halo
 from .rank_graph import RankGraph
 from .sparse import SparseBlock, csr_row_positions
 from .staleness import StaleAggregate, StaleHaloExchange
+from .tensor_cache import TensorCache
 
 
 class LocalGraph(RankGraph):
@@ -33,6 +32,9 @@ class LocalGraph(RankGraph):
         self.num_local = self.num_owned + self.num_halo
         self.owned_nodes = view.owned_nodes
         self.halo_plan = HaloPlan.from_part_view(view, comm, self.device)
+        # what was derived from a rows tensor (and a columns tensor), per kind of entry: the
+        # newest ROW_ENTRIES whose tensors live, the tensors themselves not kept alive
+        self._row_cache = TensorCache(self.ROW_ENTRIES)
 
     @property
     def num_edges(self) -> int:
@@ -142,21 +144,7 @@ class LocalGraph(RankGraph):
         """``build()``'s value for these very tensors at their versions: the one kept under
         ``key`` if there is one, else built now and kept (the newest :data:`ROW_ENTRIES` per
         key whose tensors live; the tensors themselves are not kept alive)."""
-        entries = self._blocks.get(key, ())
-        for ref, version, col_ref, col_version, value in entries:
-            if ref() is rows and version == rows._version and (
-                    (columns is None and col_ref is None)
-                    or (col_ref is not None and col_ref() is columns
-                        and col_version == columns._version)):
-                return value
-        value = build()
-        entry = (weakref.ref(rows), rows._version,
-                 None if columns is None else weakref.ref(columns),
-                 None if columns is None else columns._version, value)
-        alive = [e for e in entries
-                 if e[0]() is not None and (e[2] is None or e[2]() is not None)]
-        self._blocks[key] = [entry] + alive[:self.ROW_ENTRIES - 1]
-        return value
+        return self._row_cache.get_or_build(key, (rows, columns), build)
 
     def gather_with_halo(self, owned: torch.Tensor) -> torch.Tensor:
         """``[owned; halo]`` rows (differentiable), for layers that need source features."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import abc
 import mmap
-import weakref
 from typing import Callable
 
 import numpy as np
@@ -20,6 +19,7 @@ import torch
 from ..comm import Communicator
 from .edge_weights import edge_weights
 from .halo import HaloPlan
+from .tensor_cache import TensorCache
 
 
 class RankGraph(abc.ABC):
@@ -43,12 +43,13 @@ class RankGraph(abc.ABC):
         self.comm, self.dtype, self.device = comm, dtype, torch.device(device)
         self.staleness = None  # a staleness.StalenessPolicy; None = exact (see staleness.py)
         self._blocks: dict = {}
-        # kind -> [(weak reference to the input tensor, its version, aggregate, whether the
-        # aggregate lives outside the heap), ...], newest first, at most CONSTANT_SLOTS: the
-        # input is not kept alive by the cache (a dropped-out input is new every step; holding
-        # it would keep a [num_owned, F] tensor nobody can pass again), and its entry goes
-        # when it dies
-        self._constant_cache: dict = {}
+        # kind -> (aggregate, whether it lives outside the heap) per input tensor and version,
+        # newest first, at most CONSTANT_SLOTS: the input is not kept alive by the cache (a
+        # dropped-out input is new every step; holding it would keep a [num_owned, F] tensor
+        # nobody can pass again), its entry goes when it dies, and a new version of it
+        # replaces the old
+        self._constant_cache = TensorCache(self.CONSTANT_SLOTS, forget_dead_at_once=True,
+                                           one_version=True)
 
     #: aggregates of unchanging inputs kept per kind: two, so that the raw features'
     #: aggregate (evaluation) survives a training step that aggregates its dropped-out copy
@@ -133,14 +134,14 @@ class RankGraph(abc.ABC):
         moves it outside the heap if it is not there yet (see :meth:`_remember_constant`)."""
         if owned.requires_grad:
             return None
-        entries = self._constant_cache.get(kind, [])
-        for i, (ref, version, out, outside) in enumerate(entries):
-            if ref() is owned and version == owned._version:
-                if not outside and out.device.type == "cpu":
-                    out = off_heap_copy(out)
-                    entries[i] = (ref, version, out, True)
-                return out
-        return None
+        found = self._constant_cache.get(kind, (owned,))
+        if found is None:
+            return None
+        out, outside = found
+        if not outside and out.device.type == "cpu":
+            out = off_heap_copy(out)
+            self._constant_cache.replace(kind, (owned,), (out, True))
+        return out
 
     def _remember_constant(self, owned: torch.Tensor, kind: str,
                            out: torch.Tensor) -> torch.Tensor:
@@ -159,18 +160,7 @@ class RankGraph(abc.ABC):
         outside = not torch.is_grad_enabled() and out.device.type == "cpu"
         if outside:
             out = off_heap_copy(out)
-        cache = self._constant_cache
-
-        def forget(ref, kind=kind):  # the input died: its aggregate can never be served
-            left = [entry for entry in cache.get(kind, ()) if entry[0] is not ref]
-            if left:
-                cache[kind] = left
-            else:
-                cache.pop(kind, None)
-
-        others = [entry for entry in cache.get(kind, ()) if entry[0]() is not owned]
-        cache[kind] = ([(weakref.ref(owned, forget), owned._version, out, outside)]
-                       + others[:self.CONSTANT_SLOTS - 1])
+        self._constant_cache.put(kind, (owned,), (out, outside))
         return out
 
 

@@ -125,7 +125,7 @@ def test_raw_features_stay_cached_across_a_step_that_aggregates_a_dropped_out_co
     graph.aggregate(a, "gcn")
     graph.aggregate(b, "gcn")
     assert graph.aggregate(x, "gcn") is not raw
-    assert len(graph._constant_cache["gcn"]) == graph.CONSTANT_SLOTS
+    assert graph._constant_cache.count("gcn") == graph.CONSTANT_SLOTS
 
 
 def _mapping_of(address: int) -> str | None:
