@@ -177,8 +177,8 @@ def instrument() -> None:
     # the blocked ReLU + dropout + transform: its mask passes here, its products are GEMMs
     fused_transform._activate = _region("dropout + ReLU", fused_transform._activate,
                                         lambda args, result: _nbytes(args[0]))  # h read
-    fused_transform._relu_dropout_grad = _region(
-        "dropout + ReLU", fused_transform._relu_dropout_grad,  # h read, its gradient written
+    fused_transform.relu_dropout_grad = _region(
+        "dropout + ReLU", fused_transform.relu_dropout_grad,  # h read, its gradient written
         lambda args, result: 4 * (args[1].size + max(args[6].size, args[9].size)))
     plan = halo_module.HaloPlan
     for name in ("post_forward", "post_backward", "wait"):

@@ -54,30 +54,32 @@ def _splitmix64(z):  # pragma: no cover - compiled
     return z ^ (z >> np.uint64(31))
 
 
-_CHUNK = 4096  # elements per task: 1,024 hashes of 4 16-bit words each
+#: elements per task: 1,024 hashes of 4 16-bit words each; the mask of element ``e`` comes
+#: from chunk ``e // CHUNK`` (the fused transform's row blocks start on chunks)
+CHUNK = 4096
 
 
 @njit(inline="always")
 def _words(key, chunk):  # pragma: no cover - compiled
-    """The 16-bit words of elements [chunk * _CHUNK, (chunk + 1) * _CHUNK) (little-endian:
+    """The 16-bit words of elements [chunk * CHUNK, (chunk + 1) * CHUNK) (little-endian:
     element ``4 b + j`` is bits ``16 j .. 16 j + 15`` of hash ``b``)."""
-    hashes = np.empty(_CHUNK // 4, dtype=np.uint64)
-    first = np.uint64(chunk * (_CHUNK // 4))
-    for b in range(_CHUNK // 4):
+    hashes = np.empty(CHUNK // 4, dtype=np.uint64)
+    first = np.uint64(chunk * (CHUNK // 4))
+    for b in range(CHUNK // 4):
         hashes[b] = _splitmix64(key + (first + np.uint64(b)) * _GOLDEN)
     return hashes.view(np.uint16)
 
 
-#: no bias for :func:`_masked_scale`
+#: no bias for :func:`masked_scale`
 _NO_BIAS = np.empty(0, np.float32)
 
 
 def tiled_bias(bias: np.ndarray) -> np.ndarray:
     """A bias ``[F]`` for the compiled passes over a flattened ``[N, F]`` tensor: ``bias``
-    repeated over ``_CHUNK + F`` elements, so the chunk starting at element ``e`` adds
-    ``tiled[e % F:e % F + _CHUNK]`` element by element (a loop without an index modulo)."""
+    repeated over ``CHUNK + F`` elements, so the chunk starting at element ``e`` adds
+    ``tiled[e % F:e % F + CHUNK]`` element by element (a loop without an index modulo)."""
     width = bias.shape[0]
-    return np.tile(bias.astype(np.float32), -(-(_CHUNK + width) // width))[:_CHUNK + width]
+    return np.tile(bias.astype(np.float32), -(-(CHUNK + width) // width))[:CHUNK + width]
 
 
 @njit(inline="always")
@@ -85,7 +87,7 @@ def _chunk_bias(tiled, chunk, n):  # pragma: no cover - compiled
     """The ``n`` bias elements of chunk ``chunk`` (an empty slice without a bias)."""
     if tiled.shape[0] == 0:
         return tiled[0:0]
-    start = (chunk * _CHUNK) % (tiled.shape[0] - _CHUNK)
+    start = (chunk * CHUNK) % (tiled.shape[0] - CHUNK)
     return tiled[start:start + n]
 
 
@@ -106,18 +108,18 @@ def _masked_chunk(x, words, threshold, scale, relu, out, bias):  # pragma: no co
 
 
 @njit(parallel=True, fastmath=True, cache=True, nogil=True)
-def _masked_scale(x, key, threshold, scale, relu, out, first_chunk, bias):  # pragma: no cover
+def masked_scale(x, key, threshold, scale, relu, out, first_chunk, bias):  # pragma: no cover
     """``out[i] = x[i] * scale`` where element i is kept (and, with relu, positive), else 0.
     ``x`` and ``out`` are float arrays or bf16 bits (uint16), each of its own type; ``x[0]``
-    is element ``first_chunk * _CHUNK`` of the tensor the mask is drawn over. With a bias
+    is element ``first_chunk * CHUNK`` of the tensor the mask is drawn over. With a bias
     (:func:`tiled_bias`, or :data:`_NO_BIAS`) ``dropout(relu(x + bias))`` instead."""
     n = x.shape[0]
-    full = n // _CHUNK
+    full = n // CHUNK
     for chunk in prange(full):
-        lo = chunk * _CHUNK
-        _masked_chunk(x[lo:lo + _CHUNK], _words(key, first_chunk + chunk), threshold, scale,
-                      relu, out[lo:lo + _CHUNK], _chunk_bias(bias, first_chunk + chunk, _CHUNK))
-    lo = full * _CHUNK
+        lo = chunk * CHUNK
+        _masked_chunk(x[lo:lo + CHUNK], _words(key, first_chunk + chunk), threshold, scale,
+                      relu, out[lo:lo + CHUNK], _chunk_bias(bias, first_chunk + chunk, CHUNK))
+    lo = full * CHUNK
     if lo < n:
         _masked_chunk(x[lo:], _words(key, first_chunk + full)[:n - lo], threshold, scale, relu,
                       out[lo:], _chunk_bias(bias, first_chunk + full, n - lo))
@@ -140,18 +142,18 @@ def _grad_chunk(grad, x, bias, words, threshold, scale, out, value):  # pragma: 
             value[j] = value[j] * scale if keep else np.float32(0.0)
 
 
-#: no transposed output for :func:`_relu_dropout_grad` (the gradient goes to ``out``)
+#: no transposed output for :func:`relu_dropout_grad` (the gradient goes to ``out``)
 NOT_TRANSPOSED = np.empty((0, 0), np.float32)
 
 
 @njit(parallel=True, fastmath=True, cache=True, nogil=True)
-def _relu_dropout_grad(grad, x, bias, key, threshold, scale, out, value, first_chunk,
-                       out_t):  # pragma: no cover
+def relu_dropout_grad(grad, x, bias, key, threshold, scale, out, value, first_chunk,
+                      out_t):  # pragma: no cover
     """The gradient through ``dropout(relu(x + bias))``: ``out[i] = grad[i] * scale`` where
     element i is kept and ``x[i] + bias`` positive, else 0; with a non-empty ``value`` also
     the activation itself there (``(x[i] + bias) * scale`` or 0), from the same mask words
     (float32 arrays; ``bias`` from :func:`tiled_bias`, zeros for none; ``first_chunk`` as
-    :func:`_masked_scale`). With a non-empty ``out_t`` (else :data:`NOT_TRANSPOSED`) the
+    :func:`masked_scale`). With a non-empty ``out_t`` (else :data:`NOT_TRANSPOSED`) the
     gradient is stored transposed there instead: ``x`` and ``grad`` hold ``[R, F]`` row-major
     (flattened), ``out_t`` is ``[F, R]``, element ``(r, c)`` at ``out_t[c, r]`` (for a product
     reducing over the rows, which oneDNN wants contiguous), each chunk formed in a scratch
@@ -159,10 +161,10 @@ def _relu_dropout_grad(grad, x, bias, key, threshold, scale, out, value, first_c
     n = x.shape[0]
     both = value.shape[0] == n
     transposed = out_t.shape[0] > 0
-    chunks = (n + _CHUNK - 1) // _CHUNK
+    chunks = (n + CHUNK - 1) // CHUNK
     for chunk in prange(chunks):
-        lo = chunk * _CHUNK
-        hi = min(n, lo + _CHUNK)
+        lo = chunk * CHUNK
+        hi = min(n, lo + CHUNK)
         chunk_bias = _chunk_bias(bias, first_chunk + chunk, hi - lo)
         words = _words(key, first_chunk + chunk)[:hi - lo]
         values = value[lo:hi] if both else value[0:0]
@@ -203,10 +205,10 @@ def _store_transposed(values, first, width, out_t):  # pragma: no cover - compil
 
 @njit(parallel=True, fastmath=True, cache=True, nogil=True)
 def _keep_mask(n, key, threshold, out):  # pragma: no cover - compiled
-    for chunk in prange((n + _CHUNK - 1) // _CHUNK):
+    for chunk in prange((n + CHUNK - 1) // CHUNK):
         words = _words(key, chunk)
-        lo = chunk * _CHUNK
-        for i in range(lo, min(n, lo + _CHUNK)):
+        lo = chunk * CHUNK
+        for i in range(lo, min(n, lo + CHUNK)):
             out[i] = words[i - lo] >= threshold
     return out
 
@@ -218,7 +220,9 @@ def _grad_where_positive(grad, out, scale, res):  # pragma: no cover - compiled
     return res
 
 
-def _flat(x: torch.Tensor) -> np.ndarray:
+def flat(x: torch.Tensor) -> np.ndarray:
+    """``x`` (made contiguous) as the one-dimensional array the kernels take (bf16 as its
+    uint16 bits)."""
     return kernel_array(x.contiguous()).reshape(-1)
 
 
@@ -229,8 +233,8 @@ def _scale_type(dtype: torch.dtype):
 def _apply(x: torch.Tensor, key: np.uint64, threshold: int, scale: float,
            relu: bool, dtype: torch.dtype) -> torch.Tensor:
     out = kernel_empty(x.numel(), dtype)
-    _masked_scale(_flat(x), key, threshold, _scale_type(x.dtype)(scale), relu, out, 0,
-                  _NO_BIAS)
+    masked_scale(flat(x), key, threshold, _scale_type(x.dtype)(scale), relu, out, 0,
+                 _NO_BIAS)
     return to_tensor(out, dtype).view(x.shape)
 
 
@@ -254,14 +258,17 @@ class _Dropout(torch.autograd.Function):
             return _apply(grad, key, threshold, scale, False, in_dtype), *[None] * 5
         (out,) = ctx.saved_tensors
         res = kernel_empty(grad.numel(), in_dtype)
-        _grad_where_positive(_flat(grad), _flat(out), _scale_type(grad.dtype)(scale), res)
+        _grad_where_positive(flat(grad), flat(out), _scale_type(grad.dtype)(scale), res)
         return to_tensor(res, in_dtype).view(grad.shape), *[None] * 5
 
 
 _KERNEL_DTYPES = (torch.float32, torch.float64, torch.bfloat16)
 
 
-def _draw(p: float) -> tuple[np.uint64, int, float]:
+def draw(p: float) -> tuple[np.uint64, int, float]:
+    """``(key, threshold, scale)`` of a new mask that drops with probability ``p`` in [0, 1):
+    a fresh key from the module's generator, the 16-bit word below which an element is
+    dropped, and ``1 / (1 - p)`` as the words make it."""
     if not 0.0 <= p < 1.0:
         raise ValueError(f"dropout probability must be in [0, 1), got {p}")
     threshold = int(round(p * _WORDS))
@@ -308,7 +315,7 @@ def keep_mask_on(numel: int, key: np.uint64, threshold: int, device) -> torch.Te
 
 
 def _dropout(x: torch.Tensor, p: float, relu: bool, dtype: torch.dtype) -> torch.Tensor:
-    key, threshold, scale = _draw(p)
+    key, threshold, scale = draw(p)
     if x.device.type == "cpu" and x.dtype in _KERNEL_DTYPES and dtype in _KERNEL_DTYPES:
         return _Dropout.apply(x, key, threshold, scale, relu, dtype)
     if x.device.type == "cpu":

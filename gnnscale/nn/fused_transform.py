@@ -31,8 +31,8 @@ import math
 import numpy as np
 import torch
 
-from .dropout import (_CHUNK, NOT_TRANSPOSED, _draw, _flat, _masked_scale,
-                      _relu_dropout_grad, tiled_bias)
+from .dropout import (CHUNK, NOT_TRANSPOSED, draw, flat, masked_scale,
+                     relu_dropout_grad, tiled_bias)
 from .gemm import addmm, addmm_, cpu_autocast_dtype, mm, uses_onednn
 from .tall_linear import linear_sum
 
@@ -44,7 +44,7 @@ BLOCK_BYTES = 2 * 2**20
 def block_rows(width: int) -> int:
     """Rows per block for rows of ``width`` float32: about :data:`BLOCK_BYTES`, and a whole
     number of the mask's chunks (so each block starts on a chunk of the whole tensor)."""
-    unit = _CHUNK // math.gcd(width, _CHUNK)
+    unit = CHUNK // math.gcd(width, CHUNK)
     return unit * max(1, BLOCK_BYTES // (4 * width * unit))
 
 
@@ -84,7 +84,7 @@ def relu_dropout_linear(h, weight: torch.Tensor, p: float, training: bool = True
     # h given: one input and no weight of its own
     inputs, weights = (h.inputs, h.weights) if isinstance(h, PendingLinear) else ([h], [None])
     if training and p > 0.0 and inputs[0].shape[0] > 0:
-        key, threshold, scale = _draw(p)
+        key, threshold, scale = draw(p)
     else:  # nothing dropped: ReLU alone (no draw, as relu_dropout)
         key, threshold, scale = np.uint64(0), 0, 1.0
     return _ReluDropoutLinear.apply(weight, bias, key, threshold, np.float32(scale),
@@ -95,8 +95,8 @@ def _activate(h_rows: torch.Tensor, first_row: int, key, threshold, scale, bias,
               out: torch.Tensor) -> torch.Tensor:
     """``dropout(relu(. + bias))`` of rows ``first_row...`` of the whole ``h``, into ``out``
     (``bias`` from :func:`~gnnscale.nn.dropout.tiled_bias`)."""
-    _masked_scale(_flat(h_rows), key, threshold, scale, True, _flat(out),
-                  first_row * h_rows.shape[1] // _CHUNK, bias)
+    masked_scale(flat(h_rows), key, threshold, scale, True, flat(out),
+                 first_row * h_rows.shape[1] // CHUNK, bias)
     return out
 
 
@@ -181,17 +181,17 @@ class _ReluDropoutLinear(torch.autograd.Function):
             # activated again, from one computation of the mask
             through = mm(grad[lo:hi], weight, scratch=buffer[0])
             values = buffer[1] if need_weight else None
-            mask_args = (_flat(through), _flat(h[lo:hi]), tiled, key, threshold, scale)
-            mask_tail = (_flat(values) if need_weight else no_values, lo * width // _CHUNK)
+            mask_args = (flat(through), flat(h[lo:hi]), tiled, key, threshold, scale)
+            mask_tail = (flat(values) if need_weight else no_values, lo * width // CHUNK)
             if need_h or not transposed:  # the gradient's rows in place (or in a buffer)
                 grad_pre = grad_h[lo:hi] if need_h else buffer[1 + need_weight]
-                _relu_dropout_grad(*mask_args, _flat(grad_pre), *mask_tail, NOT_TRANSPOSED)
+                relu_dropout_grad(*mask_args, flat(grad_pre), *mask_tail, NOT_TRANSPOSED)
                 grad_pre_t = grad_pre.t()
             else:  # stored transposed, [F, rows]: the weights' gradients reduce over the
                 # rows, and oneDNN multiplies without copying when those are contiguous
                 # (SAGE on R-MAT 18, alternating: 0.97x the step; 1.02-1.03x through MKL)
                 grad_pre_t = buffer[1 + need_weight].view(width, hi - lo)
-                _relu_dropout_grad(*mask_args, no_values, *mask_tail, grad_pre_t.numpy())
+                relu_dropout_grad(*mask_args, no_values, *mask_tail, grad_pre_t.numpy())
             if need_weight:
                 grad_weight = addmm(grad_weight, grad[lo:hi].t(), values)
             if need_bias:  # a product with ones: faster than sum(0) over the cached block

@@ -123,7 +123,7 @@ def test_the_torch_mask_is_the_compiled_kernels_mask(monkeypatch, numel):
     hashes take several passes."""
     monkeypatch.setattr(d, "MASK_HASHES_PER_PASS", 1000)
     for p in (0.1, 0.5, 0.9):
-        key, threshold, _ = _seeded(d._draw, 13, p)
+        key, threshold, _ = _seeded(d.draw, 13, p)
         compiled = d._keep_mask(numel, key, threshold, np.empty(numel, np.bool_))
         assert np.array_equal(d.keep_mask_on(numel, key, threshold, "cpu").numpy(), compiled)
 
@@ -132,21 +132,21 @@ def test_the_torch_mask_is_the_compiled_kernels_mask(monkeypatch, numel):
     (2048, 256, 0), (16, 256, 3), (37, 100, 0), (1000, 100, 5), (5, 5000, 2), (300, 7, 1),
     (1, 1, 0), (4096, 1, 0)])
 def test_the_transposed_gradient_is_the_gradient_transposed(rows, width, first_chunk):
-    """_relu_dropout_grad given out_t stores element (r, c) at [c, r], the same values (and
+    """relu_dropout_grad given out_t stores element (r, c) at [c, r], the same values (and
     the same recomputed activation) as by rows, for widths that divide the mask's chunks, do
     not, or exceed them."""
     gen = np.random.default_rng(rows * width)
     grad, x = (gen.standard_normal(rows * width).astype(np.float32) for _ in range(2))
     bias = d.tiled_bias(gen.standard_normal(width).astype(np.float32))
-    key, threshold, scale = d._draw(0.4)
+    key, threshold, scale = d.draw(0.4)
     scale = np.float32(scale)
     by_rows, values = np.empty(rows * width, np.float32), np.empty(rows * width, np.float32)
-    d._relu_dropout_grad(grad, x, bias, key, threshold, scale, by_rows, values, first_chunk,
-                         d.NOT_TRANSPOSED)
+    d.relu_dropout_grad(grad, x, bias, key, threshold, scale, by_rows, values, first_chunk,
+                        d.NOT_TRANSPOSED)
     transposed = np.full((width, rows), np.nan, np.float32)
     values_t = np.empty(rows * width, np.float32)
-    d._relu_dropout_grad(grad, x, bias, key, threshold, scale, np.empty(0, np.float32),
-                         values_t, first_chunk, transposed)
+    d.relu_dropout_grad(grad, x, bias, key, threshold, scale, np.empty(0, np.float32),
+                        values_t, first_chunk, transposed)
     np.testing.assert_array_equal(transposed, by_rows.reshape(rows, width).T)
     np.testing.assert_array_equal(values_t, values)
     kept = np.count_nonzero(by_rows)

@@ -17,7 +17,7 @@ from gnnscale.data import generate_sbm
 from gnnscale.engine import LocalProblem
 from gnnscale.nn import GNN, gemm
 from gnnscale.nn import dropout as dropout_module
-from gnnscale.nn.dropout import _CHUNK
+from gnnscale.nn.dropout import CHUNK
 from gnnscale.nn.fused_transform import (PendingLinear, block_rows, can_fuse,
                                          relu_dropout_linear)
 
@@ -132,7 +132,7 @@ def test_evaluation_is_relu_alone_and_draws_nothing():
 @pytest.mark.parametrize("width", [1, 7, 100, 256, 4096, 5000])
 def test_blocks_start_on_a_chunk_of_the_mask(width):
     rows = block_rows(width)
-    assert rows >= 1 and rows * width % _CHUNK == 0
+    assert rows >= 1 and rows * width % CHUNK == 0
 
 
 def test_only_float32_on_the_cpu_without_autocast():
