@@ -128,14 +128,32 @@ def run_entry_point(func, args) -> int:
             # them): take the whole job down with the usage exit code.
             _abort_job(EXIT_USAGE)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        return 130
-    except Exception:  # a crash: report it and take the whole job down
+    except KeyboardInterrupt:  # the command said where it stopped, if it had anything to say
+        from .main import EXIT_INTERRUPTED
+
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # a crash: report it and take the whole job down
+        if interrupted(exc):
+            from .main import EXIT_INTERRUPTED
+
+            return EXIT_INTERRUPTED
         rank = env_rank()
         print(f"gnnscale: rank {rank} failed:\n{traceback.format_exc()}", file=sys.stderr,
               flush=True)
         _abort_job(1)
         return 1
+
+
+def interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` is Ctrl-C's KeyboardInterrupt or was raised because of one (a compiled
+    kernel interrupted mid-call raises SystemError with the KeyboardInterrupt as its cause)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def _abort_job(code: int) -> None:

@@ -1,21 +1,29 @@
 """``gnnscale`` command line: ``train``, ``partition``, ``convert``, ``tune``, ``plan``, ``info``,
-``plot``, ``datasets``."""
+``plot``, ``datasets``.
+
+This module imports nothing heavy at its top: the console script imports it before calling
+:func:`main`, and a Ctrl-C while torch and the rest load must end quietly (exit code 130), which
+only :func:`main` can see to.
+"""
 
 from __future__ import annotations
 
 import importlib
 import sys
 
-from .common import OneLineParser, formatter, refuse, run_entry_point, user_error_types
-from .outputs import check_outputs
+#: exit code of a command stopped by Ctrl-C (128 + SIGINT, as a shell reports it)
+EXIT_INTERRUPTED = 130
 
 # Sub-commands live one per module; each exposes add_parser(subparsers) and run(args).
 SUBCOMMAND_MODULES = ("train_cmd", "partition_cmd", "convert_cmd", "tune_cmd", "plan_cmd",
                       "info_cmd", "plot_cmd", "datasets_cmd")
 
 
-def build_parser() -> OneLineParser:
-    """The top-level parser with every available sub-command registered."""
+def build_parser():
+    """The top-level parser (a :class:`~gnnscale.cli.common.OneLineParser`) with every
+    available sub-command registered."""
+    from .common import OneLineParser, formatter
+
     parser = OneLineParser(prog="gnnscale", formatter_class=formatter,
                            description="Full-batch distributed GNN training over MPI.")
     parser.add_argument("--version", action="version", version=f"gnnscale {_version()}")
@@ -44,9 +52,22 @@ def _version() -> str:
 
 
 def main(argv=None) -> int:
-    """Entry point of the ``gnnscale`` console script."""
+    """Entry point of the ``gnnscale`` console script. Ctrl-C before the command runs (while
+    modules load) exits with code 130 quietly, no traceback; during the command, the
+    command says where it stopped (``train``: see :func:`gnnscale.cli.train_cmd.run`)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # nothing has run yet: nothing to say beyond the shell's ^C
+        return EXIT_INTERRUPTED
+
+
+def _main(argv) -> int:
+    from .common import refuse, run_entry_point, user_error_types
+    from .outputs import check_outputs
+
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.command_line = list(sys.argv[1:] if argv is None else argv)  # `train`'s resume line
     check = getattr(args, "check", None)
     if check is not None:  # option combinations, refused before anything is loaded
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +14,7 @@ from .arguments import (DEFAULT_CHECKPOINT_EVERY, add_evaluation_arguments,
                         add_output_arguments, add_training_arguments)
 from .build import build_trainer, check_build_arguments
 from . import memory_check
-from .common import agreed_failure, formatter, say
+from .common import agreed_failure, formatter, interrupted, say
 from .progress import print_line, progress_bar
 from .report import format_profile_table, format_time_table
 
@@ -83,7 +84,17 @@ def run(args) -> int:
     problem = trainer.problem
     writer = MetricsWriter(args.metrics_out, comm,
                            start=[r.to_json() for r in trainer.history])
-    records = _train_with_progress(trainer, args, comm, writer, metric)
+    saved = [resumed_from] if resumed_from else []  # epochs of the checkpoints on disk
+    try:
+        records = _train_with_progress(trainer, args, comm, writer, metric, saved)
+    except BaseException as exc:
+        if not interrupted(exc):
+            raise
+        writer.close()  # Ctrl-C: say where training stopped and how to go on
+        if comm.rank == 0:
+            print(interrupted_line(args, trainer.epoch, saved[-1] if saved else None,
+                                   comm.size), file=sys.stderr, flush=True)
+        raise KeyboardInterrupt from None
     if problem.graph.staleness is not None:
         problem.graph.staleness.close()  # complete exchanges still in flight (collective)
     if args.predictions_out:
@@ -120,6 +131,36 @@ def run(args) -> int:
     return 0
 
 
+def interrupted_line(args, completed: int, checkpoint: int | None, ranks: int) -> str:
+    """What ``train`` says when Ctrl-C stops it: the epoch it stopped in, the last checkpoint
+    (or that there is none) and the command that continues from it."""
+    line = f"interrupted in epoch {completed + 1} of {args.epochs}"
+    if not args.checkpoint_dir:
+        return (f"{line}; no checkpoint (--checkpoint-dir was not given): a rerun starts at "
+                f"epoch 1")
+    from ..engine.checkpoint import LATEST
+
+    if checkpoint is None:
+        saved = (f"no checkpoint written yet (the first comes after epoch "
+                 f"{min(args.checkpoint_every or DEFAULT_CHECKPOINT_EVERY, args.epochs)})")
+    else:
+        saved = f"last checkpoint {Path(args.checkpoint_dir) / LATEST} after epoch {checkpoint}"
+    command = resume_command(getattr(args, "command_line", None), ranks)
+    return f"{line}; {saved}" + (f"; continue with: {command}" if command else "")
+
+
+def resume_command(argv, ranks: int) -> str | None:
+    """The command line ``argv`` (the words after ``gnnscale``) with ``--resume``, under
+    ``mpirun -n ranks`` when there are several; None when the words are not known."""
+    import shlex
+
+    if argv is None:
+        return None
+    words = ["gnnscale", *argv, *(["--resume"] if "--resume" not in argv else [])]
+    launcher = ["mpirun", "-n", str(ranks)] if ranks > 1 else []
+    return shlex.join([*launcher, *words])
+
+
 def _maybe_resume(trainer, args, comm) -> int | None:
     """With --resume: load --checkpoint-dir's latest checkpoint and return its epoch, or None
     when there is none yet (a fresh run). Without --resume: 0."""
@@ -150,9 +191,10 @@ def _epoch_line(record, metric: str) -> str:
     return line
 
 
-def _train_with_progress(trainer, args, comm, writer, metric: str):
-    """Train to --epochs: metrics lines, epoch lines, the bar (terminals only), checkpoints,
-    --profile probes. Returns the records of the epochs run."""
+def _train_with_progress(trainer, args, comm, writer, metric: str, saved: list):
+    """Train to --epochs: metrics lines, epoch lines, the bar (terminals only), checkpoints
+    (their epochs appended to ``saved``), --profile probes. Returns the records of the epochs
+    run."""
     from ..engine import save_checkpoint
 
     log_every = args.log_every or max(1, args.epochs // 10)
@@ -175,6 +217,7 @@ def _train_with_progress(trainer, args, comm, writer, metric: str):
         if args.checkpoint_dir and (record.epoch % checkpoint_every == 0
                                     or record.epoch == args.epochs):
             save_checkpoint(trainer, args.checkpoint_dir)
+            saved.append(record.epoch)
 
     try:
         return trainer.fit(args.epochs, on_epoch, patience=args.early_stop,
