@@ -161,9 +161,32 @@ def resume_command(argv, ranks: int) -> str | None:
     return shlex.join([*launcher, *words])
 
 
+#: the options a checkpoint must have been written with to be resumed: the data and the model
+RESUME_SETTINGS = ("dataset", "num_nodes", "split", "dataset_option", "model", "layers",
+                   "hidden", "heads", "out_heads", "residual", "norm", "activation",
+                   "train_eps")
+
+
+def run_settings(args) -> dict:
+    """The settings a checkpoint records and a resumed run must share, keyed by option
+    (``{"--model": "gcn", ...}``); the dataset only where it is read (not with
+    --partitions, whose store is checked by its shapes)."""
+    skip = {"dataset"} if getattr(args, "partitions", None) else set()
+    settings = {}
+    for name in RESUME_SETTINGS:
+        if name in skip:
+            continue
+        value = getattr(args, name, None)
+        if name == "dataset_option":  # KEY=VALUE pairs, as the command line gave them
+            value = " ".join(f"{k}={v}" for k, v in value) if value else None
+        settings[f"--{name.replace('_', '-')}"] = value
+    return settings
+
+
 def _maybe_resume(trainer, args, comm) -> int | None:
     """With --resume: load --checkpoint-dir's latest checkpoint and return its epoch, or None
-    when there is none yet (a fresh run). Without --resume: 0."""
+    when there is none yet (a fresh run). Without --resume: 0. A --lr or --weight-decay other
+    than the checkpoint's applies from the next epoch on, and the run says so."""
     from ..engine import load_checkpoint
     from ..engine.checkpoint import LATEST
 
@@ -174,7 +197,15 @@ def _maybe_resume(trainer, args, comm) -> int | None:
     if not any(exists):
         return None
     with agreed_failure(comm):
-        epoch = load_checkpoint(trainer, latest)
+        epoch = load_checkpoint(trainer, latest, settings=run_settings(args))
+    for option, key, value in (("--lr", "lr", args.lr),
+                               ("--weight-decay", "weight_decay", args.weight_decay)):
+        groups = trainer.optimizer.param_groups
+        if groups[0][key] != value:
+            say(f"{option} {value} applies from epoch {epoch + 1} on (the checkpoint was "
+                f"trained with {groups[0][key]})")
+            for group in groups:
+                group[key] = value
     return epoch
 
 
@@ -216,7 +247,7 @@ def _train_with_progress(trainer, args, comm, writer, metric: str, saved: list):
             print_line(bar, _epoch_line(record, metric))
         if args.checkpoint_dir and (record.epoch % checkpoint_every == 0
                                     or record.epoch == args.epochs):
-            save_checkpoint(trainer, args.checkpoint_dir)
+            save_checkpoint(trainer, args.checkpoint_dir, settings=run_settings(args))
             saved.append(record.epoch)
 
     try:

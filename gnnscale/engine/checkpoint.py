@@ -59,14 +59,20 @@ def write_atomic(path: Path, blob: bytes) -> None:
         os.close(directory)
 
 
-def save_checkpoint(trainer, directory, keep_epoch_copy: bool = False) -> Path | None:
+def save_checkpoint(trainer, directory, keep_epoch_copy: bool = False,
+                    settings: dict | None = None) -> Path | None:
     """Save the trainer's state to ``directory/latest.pt`` (collective; rank 0 writes).
 
-    Returns the path on rank 0, None elsewhere.
+    ``settings``: what the run was built from, ``{name: value}`` with plain values (str, int,
+    float, bool, None), e.g. ``{"--model": "gcn", "--hidden": 16}``; :func:`load_checkpoint`
+    refuses to resume a run whose settings differ, naming the first that does. Returns the
+    path on rank 0, None elsewhere.
     """
     state = trainer.state_dict()  # collective: gathers every rank's RNG state
     if trainer.comm.rank != 0:
         return None
+    if settings is not None:
+        state["settings"] = dict(settings)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)  # mode from the user's umask
     blob = _encode(state)
@@ -107,18 +113,55 @@ def read_checkpoint(path) -> dict:
         raise CheckpointError(f"{path} cannot be loaded: {exc}") from None
 
 
-def load_checkpoint(trainer, path) -> int:
-    """Restore ``trainer`` from ``path``; returns the epoch it resumes after."""
+def load_checkpoint(trainer, path, settings: dict | None = None) -> int:
+    """Restore ``trainer`` from ``path``; returns the epoch it resumes after.
+
+    ``settings``: this run's (as :func:`save_checkpoint` takes them); a setting both the
+    checkpoint and this run name with different values is refused before anything is loaded
+    (:class:`CheckpointError`, one line naming it and both values). A checkpoint without
+    settings that does not fit the model is refused with one line from the first mismatch.
+    """
     state = read_checkpoint(path)
     if state.get("num_ranks") != trainer.comm.size:
         raise CheckpointError(f"checkpoint {path} was written by {_ranks(state.get('num_ranks'))}; "
                               f"resume it with the same number of ranks "
                               f"({_ranks(trainer.comm.size)} started)")
+    written = state.get("settings") or {}
+    for name, value in (settings or {}).items():
+        if name in written and written[name] != value:
+            raise CheckpointError(f"checkpoint {path} was written with "
+                                  f"{_setting(name, written[name])}; "
+                                  f"this run has {_setting(name, value)} (resume with the "
+                                  f"checkpoint's settings, or give another checkpoint folder)")
     try:
         trainer.load_state_dict(state)
     except (RuntimeError, KeyError, ValueError) as exc:
-        raise CheckpointError(f"checkpoint {path} does not fit this model: {exc}") from None
+        raise CheckpointError(f"checkpoint {path} does not fit this model: "
+                              f"{_first_mismatch(exc)} (resume with the model, width and "
+                              f"dataset it was written with)") from None
     return trainer.epoch
+
+
+def _setting(name: str, value) -> str:
+    """``--hidden 16``; a switch as ``--residual`` or ``no --residual``; None as ``no --norm``."""
+    if value is None or value is False:
+        return f"no {name}"
+    return name if value is True else f"{name} {value}"
+
+
+def _first_mismatch(exc: Exception) -> str:
+    """The first line that tells what differs in torch's many-line load_state_dict error."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    for line in lines:
+        if line.startswith("size mismatch for"):
+            return line.rstrip(".")
+    text = lines[0] if lines else type(exc).__name__
+    for line in lines:
+        for marker in ("Missing key(s)", "Unexpected key(s)"):
+            if marker in line:
+                text = line[line.index(marker):]
+                break
+    return text if len(text) <= 160 else text[:157] + "..."
 
 
 def _ranks(count) -> str:
