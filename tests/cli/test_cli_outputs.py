@@ -58,6 +58,7 @@ PLACES = ["under /proc", "under /sys", "under a regular file", "an existing fold
 
 
 def run_in_process(argv, capsys):
+    """``gnnscale <argv>`` in this process: (exit code, stdout, stderr)."""
     try:
         code = gnnscale_main(argv)
     except SystemExit as exc:

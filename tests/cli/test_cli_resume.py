@@ -5,22 +5,13 @@ or ``--weight-decay`` is honoured from the next epoch and said in one line."""
 
 import pytest
 
-from gnnscale.cli.main import main as gnnscale_main
 from gnnscale.engine.checkpoint import _encode, read_checkpoint, write_atomic
+from test_cli_outputs import run_in_process as run
 
 pytestmark = pytest.mark.timeout(300)
 
 BASE = ["train", "--backend", "single", "--threads", "1", "--no-progress", "--dataset", "sbm",
         "--num-nodes", "300", "--epochs", "2"]
-
-
-def run(argv, capsys):
-    try:
-        code = gnnscale_main(argv)
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture
