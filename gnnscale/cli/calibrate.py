@@ -27,13 +27,60 @@ import numpy as np
 import torch
 
 
-def _median_time(fn, repeats: int = 5) -> float:
+#: a measurement whose slowest repeat takes more than this many times its fastest was taken
+#: on an unsteady host (other work competing for its cores or memory)
+UNSTEADY_SPREAD = 2.0
+#: the share of a calibration's measurements that may be unsteady before its figures are
+#: reported as unreliable (a few always are: a page fault, a timer tick)
+UNSTEADY_SHARE = 0.25
+
+#: the clock every measurement reads (tests put a fake one here)
+clock = time.perf_counter
+
+
+class Steadiness:
+    """The spread (slowest / fastest repeat) of each measurement of a calibration, and the
+    warning they add up to."""
+
+    def __init__(self):
+        self.spreads: list[tuple[str, float]] = []
+        self.where = ""  # appended to the names recorded (e.g. "at 2 threads")
+
+    def add(self, what: str, times) -> None:
+        """Record the repeats' ``times`` (seconds) of measurement ``what``."""
+        times = [float(t) for t in times]
+        fastest = min(times)
+        name = f"{what} {self.where}".strip()
+        self.spreads.append((name, max(times) / fastest if fastest > 0 else float("inf")))
+
+    def warning(self) -> str | None:
+        """One line when more than :data:`UNSTEADY_SHARE` of the measurements spread by more
+        than :data:`UNSTEADY_SPREAD`, naming the worst; None on a steady host."""
+        unsteady = [(spread, what) for what, spread in self.spreads if spread > UNSTEADY_SPREAD]
+        if not self.spreads or len(unsteady) <= UNSTEADY_SHARE * len(self.spreads):
+            return None
+        spread, what = max(unsteady)
+        return (f"warning: this host was unsteady while calibrating: the repeats of "
+                f"{len(unsteady)} of {len(self.spreads)} measurements differ by more than "
+                f"{UNSTEADY_SPREAD:g}x (worst {spread:.1f}x: {what}); the constants are "
+                f"unreliable, calibrate again on an idle host")
+
+
+#: where :func:`_median_time` records spreads while :func:`calibrate` runs
+_steadiness: Steadiness | None = None
+
+
+def _median_time(fn, repeats: int = 5, what: str = "") -> float:
+    """Median of ``repeats`` timed calls of ``fn`` after one untimed call; the repeats'
+    spread goes to the calibration's :class:`Steadiness`, as ``what``."""
     fn()
     times = []
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0 = clock()
         fn()
-        times.append(time.perf_counter() - t0)
+        times.append(clock() - t0)
+    if _steadiness is not None:
+        _steadiness.add(what or getattr(fn, "__name__", "measurement"), times)
     return float(np.median(times))
 
 
@@ -126,20 +173,22 @@ def _constants_at(size, cached: bool, working_set: int = 0) -> dict:
         matrix = _random_csr(n, deg, rng)
         block, x = SparseBlock(matrix), torch.randn(n, width)
         agg_work.append(matrix.nnz * width)
-        agg_s.append(_median_time(lambda: block.matmul(x)))
+        agg_s.append(_median_time(lambda: block.matmul(x), what=f"aggregation{suffix}"))
         del matrix, block, x
     elems, elem_s = [], []
     for n in elements:
         x, out = torch.randn(n), torch.empty(n)
         elems.append(n)
-        elem_s.append(_median_time(lambda: torch.clamp_min(x, 0.0, out=out)))
+        elem_s.append(_median_time(lambda: torch.clamp_min(x, 0.0, out=out),
+                                  what=f"elementwise{suffix}"))
     gathers, gather_s = [], []
     for rows, width in gathered:
         src = torch.randn(rows, width)
         index = torch.from_numpy(rng.integers(0, rows, (4 if cached else 1) * rows))
         out = torch.zeros(rows, width)
         gathers.append(2 * len(index) * width)  # one gather + one scatter-add per edge value
-        gather_s.append(_median_time(lambda: out.index_add_(0, index, src.index_select(0, index))))
+        gather_s.append(_median_time(lambda: out.index_add_(0, index, src.index_select(0, index)),
+                                    what=f"gather{suffix}"))
     constants = {f"gamma_edge{suffix}": _through_origin(agg_work, agg_s),
                  f"gamma_elem{suffix}": _through_origin(elems, elem_s),
                  f"gamma_gather{suffix}": _through_origin(gathers, gather_s)}
@@ -149,7 +198,7 @@ def _constants_at(size, cached: bool, working_set: int = 0) -> dict:
             n = size(n)
             left, right, out = torch.randn(n, a), torch.randn(a, b), torch.empty(n, b)
             flops.append(2.0 * n * a * b)
-            flop_s.append(_median_time(lambda: torch.mm(left, right, out=out)))
+            flop_s.append(_median_time(lambda: torch.mm(left, right, out=out), what="GEMM"))
         constants["gamma_flop"] = _through_origin(flops, flop_s)
     else:  # skinny products that stream their input from memory: seconds per byte moved
         moved, moved_s = [], []
@@ -157,7 +206,8 @@ def _constants_at(size, cached: bool, working_set: int = 0) -> dict:
             n = working_set // (4 * a)
             left, right, out = torch.randn(n, a), torch.randn(a, b), torch.empty(n, b)
             moved.append(4.0 * n * (a + b))
-            moved_s.append(_median_time(lambda: torch.mm(left, right, out=out)))
+            moved_s.append(_median_time(lambda: torch.mm(left, right, out=out),
+                                        what="skinny GEMM"))
         constants["gamma_byte"] = _through_origin(moved, moved_s)
     return constants
 
@@ -175,7 +225,7 @@ def layer_overhead(threads: int = 1) -> float:
     problem = LocalProblem.from_graph_data(data, np.zeros(data.num_nodes, np.int64), comm)
     model = GNN("gcn", problem.num_features, 16, problem.num_classes, num_layers=2)
     trainer = Trainer(model, problem, comm)
-    return _median_time(trainer.train_step, repeats=20) / 4
+    return _median_time(trainer.train_step, repeats=20, what="training step") / 4
 
 
 def _alltoallv_rank_main() -> None:
@@ -204,9 +254,9 @@ def alltoallv_timings(comm) -> list[dict]:
             return time.perf_counter() - t0
 
         once()
-        seconds = float(np.median([comm.allreduce_scalar(once(), op="max") for _ in range(15)]))
+        times = [comm.allreduce_scalar(once(), op="max") for _ in range(15)]
         rows.append({"bytes": values * 4 * (comm.size - 1), "peers": comm.size - 1,
-                     "seconds": seconds})
+                     "seconds": float(np.median(times)), "times": [float(t) for t in times]})
     return rows
 
 
@@ -220,7 +270,11 @@ def shared_memory_constants(timeout: float = 300) -> dict:
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     if done.returncode != 0:
         raise RuntimeError(f"alltoallv calibration failed: {done.stderr.strip()[-500:]}")
-    return fit_alltoallv(json.loads(done.stdout.strip().splitlines()[-1]))
+    rows = json.loads(done.stdout.strip().splitlines()[-1])
+    if _steadiness is not None:
+        for row in rows:
+            _steadiness.add(f"shared-memory alltoallv of {row['bytes']} B", row["times"])
+    return fit_alltoallv(rows)
 
 
 def fit_alltoallv(rows: list[dict]) -> dict:
@@ -236,27 +290,37 @@ def fit_alltoallv(rows: list[dict]) -> dict:
 
 def calibrate(max_threads: int | None = None, scale: float = 1.0, shared_memory: bool = True,
               say=print):
-    """A :class:`~planning.cost_model.CostModel` measured on this host."""
+    """A :class:`~planning.cost_model.CostModel` measured on this host. Every measurement is
+    repeated; where the repeats spread too widely (:class:`Steadiness`), one warning line
+    says the figures are unreliable."""
     from planning.cost_model import CostModel
 
+    global _steadiness
     cores = max_threads or os.cpu_count() or 1
     counts = sorted({1 << i for i in range(cores.bit_length()) if 1 << i <= cores} | {cores})
     saved = torch.get_num_threads()
     compute = {}
+    steadiness = _steadiness = Steadiness()
     try:
         for threads in counts:
+            steadiness.where = f"at {threads} thread(s)"
             compute[threads] = compute_constants(threads, scale)
             say(f"calibrated {threads} thread(s): " + ", ".join(
                 f"{k} {v:.3g}" for k, v in compute[threads].items()))
+        steadiness.where = ""
         overhead = layer_overhead()
+        defaults = CostModel()
+        shm = {"shm_alpha": defaults.shm_alpha, "shm_beta": defaults.shm_beta}
+        if shared_memory:
+            shm = shared_memory_constants()
+            say(f"calibrated shared-memory alltoallv: alpha {shm['shm_alpha']:.3g} s, "
+                f"beta {shm['shm_beta']:.3g} s/B")
     finally:
         torch.set_num_threads(saved)
-    defaults = CostModel()
-    shm = {"shm_alpha": defaults.shm_alpha, "shm_beta": defaults.shm_beta}
-    if shared_memory:
-        shm = shared_memory_constants()
-        say(f"calibrated shared-memory alltoallv: alpha {shm['shm_alpha']:.3g} s, "
-            f"beta {shm['shm_beta']:.3g} s/B")
+        _steadiness = None
+    warning = steadiness.warning()
+    if warning:
+        say(warning)
     return CostModel(compute=compute, layer_overhead_s=overhead,
                      cache_bytes=float(last_level_cache_bytes()), **shm)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import traceback
 from contextlib import contextmanager
@@ -30,6 +31,26 @@ class OneLineParser(argparse.ArgumentParser):
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
+
+    def parse_known_args(self, args=None, namespace=None):
+        if args is not None:
+            args = self._attach_dash_values(list(args))
+        return super().parse_known_args(args, namespace)
+
+    def _attach_dash_values(self, args: list) -> list:
+        """``--network -5,10`` -> ``--network=-5,10``: a value after an option that takes one,
+        starting with a dash and a digit (argparse would read it as an option and say only
+        "expected one argument"), so the option's own check names what is wrong with it."""
+        takes_one = {option for action in self._actions if action.nargs is None
+                     and action.option_strings for option in action.option_strings}
+        out = []
+        for word in args:
+            if out and out[-1] in takes_one and re.match(r"-[\d.]", str(word)) \
+                    and word not in self._option_string_actions:
+                out[-1] = f"{out[-1]}={word}"
+            else:
+                out.append(word)
+        return out
 
     def error(self, message: str):
         sys.exit(refuse(f"{self.prog}: error: {message} (see `{self.prog} --help`)"))

@@ -1,0 +1,80 @@
+"""``tune --calibrate`` on an unsteady host: every measurement is repeated, and where the
+repeats spread by more than a stated bound too often, one warning line says the figures are
+unreliable, naming the worst spread. Measurements are injected: a fake clock, a fake
+``mpirun`` result."""
+
+import json
+import subprocess
+
+import pytest
+
+from gnnscale.cli import calibrate as cal
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def test_steady_repeats_give_no_warning():
+    steadiness = cal.Steadiness()
+    for index in range(8):
+        steadiness.add(f"m{index}", [1.0, 1.1, 1.2, 1.05, 1.0])
+    steadiness.add("one page fault", [1.0, 1.0, 9.0, 1.0, 1.0])  # a few may spread
+    assert steadiness.warning() is None
+
+
+def test_unsteady_repeats_give_one_line_with_the_spread():
+    steadiness = cal.Steadiness()
+    steadiness.where = "at 2 thread(s)"
+    for index in range(3):
+        steadiness.add(f"m{index}", [1.0, 1.1, 1.0])
+    steadiness.add("gather", [1.0, 3.0, 1.5])
+    steadiness.add("aggregation", [0.2, 1.0, 0.5])
+    line = steadiness.warning()
+    assert line is not None and "\n" not in line
+    assert "2 of 5 measurements differ by more than 2x" in line, line
+    assert "worst 5.0x: aggregation at 2 thread(s)" in line, line
+    assert "unreliable" in line
+
+
+class FakeClock:
+    """Each timed call lasts the next of ``durations`` (cycled): the clock advances by it
+    between a measurement's two readings."""
+
+    def __init__(self, durations):
+        self.durations, self.calls, self.now = list(durations), 0, 0.0
+
+    def __call__(self):
+        reading = self.now
+        if self.calls % 2 == 0:
+            self.now += self.durations[(self.calls // 2) % len(self.durations)]
+        self.calls += 1
+        return reading
+
+
+def fake_alltoallv(small_times):
+    """A fake 2-rank mpirun of the alltoallv timings: the smallest message's repeats as
+    given, the others steady."""
+    rows = [{"bytes": b, "peers": 1, "seconds": float(sorted(t)[len(t) // 2]), "times": t}
+            for b, t in ((8, small_times), (1024, [2e-5] * 15), (4 << 20, [1e-3] * 15))]
+
+    def run(cmd, **kwargs):
+        assert "--alltoallv" in cmd
+        return subprocess.CompletedProcess(cmd, 0, json.dumps(rows) + "\n", "")
+    return run
+
+
+@pytest.mark.parametrize("host", ["steady", "busy"])
+def test_calibrate_warns_on_a_busy_host_only(host, monkeypatch):
+    durations = [1e-3] if host == "steady" else [1e-3, 4e-3, 1e-3, 1e-3, 6e-3]
+    monkeypatch.setattr(cal, "clock", FakeClock(durations))
+    small = [1e-5] * 15 if host == "steady" else [2e-5, 8.6e-4, 3e-5] * 5
+    monkeypatch.setattr(cal.subprocess, "run", fake_alltoallv(small))
+    monkeypatch.setattr(cal, "MAX_WORKING_SET", 16 << 20)  # the smallest beyond-cache size
+    said = []
+    cal.calibrate(max_threads=1, scale=0.02, say=said.append)
+    warnings = [line for line in said if line.startswith("warning")]
+    if host == "steady":
+        assert warnings == [], said
+        return
+    assert len(warnings) == 1, said
+    assert "worst 43.0x: shared-memory alltoallv of 8 B" in warnings[0], warnings[0]
+    assert cal._steadiness is None  # nothing keeps recording after the calibration
