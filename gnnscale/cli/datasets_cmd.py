@@ -70,7 +70,10 @@ def dataset_rows(root) -> list[dict]:
 
 
 def run_list(args) -> int:
-    """Print the registry with each dataset's status under the data root."""
+    """Print the registry with each dataset's status under the data root, then the other
+    names ``--dataset`` takes (together: :data:`gnnscale.data.load.DATASET_NAMES`)."""
+    from ..data.load import GENERATED, SHIPPED_ONLY
+
     rows = dataset_rows(_root(args))
     if args.json:
         say(json.dumps(rows, indent=1))
@@ -81,6 +84,8 @@ def run_list(args) -> int:
     for r in rows:
         say(f"{r['name']:<{width}}  {r['source']:<13}  {r['size']:>{size_width}}  "
             f"{r['description']}  [{r['status']}]")
+    say(f"also by name: {', '.join(SHIPPED_ONLY)} (in the checkout's datasets/, not "
+        f"downloadable); {', '.join(GENERATED)} (generated)")
     return 0
 
 

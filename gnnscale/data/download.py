@@ -68,22 +68,39 @@ def download_dataset(name: str, root, *, base_url: str | None = None, progress: 
     root = Path(root)
     final = root / entry.installs
     staging = root / STAGING / entry.name
+    created = [p for p in (staging.parent, *staging.parent.parents) if not p.exists()]
     try:
         staging.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
+        _remove_empty_folders(staging.parent, created)
         raise DataError(f"cannot create {staging.parent} ({exc.strerror or exc})") from None
-    with _locked(root / STAGING / f"{entry.name}.lock"):
-        if installed(entry, root):
-            return final
-        for file in entry.files:
-            fetch(entry.url(file, base_url), staging / file.target, sha256=file.sha256,
-                  progress=progress, timeout=timeout)
-        if entry.archive_folder is not None:
-            _install_archive(entry, staging, root)
-        else:
-            _install_files(staging, root)
-        shutil.rmtree(staging, ignore_errors=True)
+    try:
+        with _locked(root / STAGING / f"{entry.name}.lock"):
+            if installed(entry, root):
+                return final
+            for file in entry.files:
+                fetch(entry.url(file, base_url), staging / file.target, sha256=file.sha256,
+                      progress=progress, timeout=timeout)
+            if entry.archive_folder is not None:
+                _install_archive(entry, staging, root)
+            else:
+                _install_files(staging, root)
+            shutil.rmtree(staging, ignore_errors=True)
+    finally:  # a failure keeps partial files to resume from, and nothing else
+        _remove_empty_folders(staging, [staging, *created])
     return final
+
+
+def _remove_empty_folders(top: Path, folders) -> None:
+    """Remove the empty folders under ``top`` (deepest first), then those of ``folders`` that
+    are empty (innermost first); folders holding anything stay."""
+    if top.is_dir():
+        for path, _, _ in sorted(os.walk(top), key=lambda entry: -len(entry[0])):
+            with contextlib.suppress(OSError):
+                os.rmdir(path)
+    for folder in sorted(folders, key=lambda p: -len(p.parts)):
+        with contextlib.suppress(OSError):
+            folder.rmdir()
 
 
 def fetch(url: str, dest, *, sha256: str | None = None, progress: bool = True,
@@ -207,14 +224,26 @@ def _install_archive(entry: DatasetEntry, staging: Path, root: Path) -> None:
 
 @contextlib.contextmanager
 def _locked(path: Path):
+    """Hold an exclusive lock on ``path``, removed again on release: whoever waited on the
+    removed file sees that the path no longer names it and locks a new one."""
     import fcntl
 
-    with path.open("a") as handle:
+    while True:
+        handle = path.open("a")
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            current = os.path.samestat(os.fstat(handle.fileno()), os.stat(path))
+        except FileNotFoundError:
+            current = False
+        if current:
+            break
+        handle.close()
+    try:
+        yield
+    finally:
+        path.unlink(missing_ok=True)  # before unlocking, so no one locks the old file anew
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        handle.close()
 
 
 @contextlib.contextmanager

@@ -10,6 +10,7 @@ from gnnscale.data.graph_data import GraphData
 from gnnscale.data.npz import npz_keys
 from gnnscale.data.ogb_binary import is_ogb_binary
 from gnnscale.data.pyg_npz import is_pyg_npz
+from gnnscale.data.registry import REGISTRY, did_you_mean
 from gnnscale.errors import DataError, DatasetNotFoundError
 
 # Known names -> (loader kind, candidate locations under the data root, first existing wins).
@@ -25,13 +26,20 @@ _FILE_DATASETS = {
     **{name.lower(): ("ogb", [name.replace("-", "_"), name])
        for name in ("ogbn-arxiv", "ogbn-products", "ogbn-papers100M")},
 }
-_GENERATED = ("sbm", "rmat")
+GENERATED = ("sbm", "rmat")
+"""Names of the generated graphs."""
 _ALIASES = {"roman-empire": "roman_empire", "amazon-ratings": "amazon_ratings",
             "ca-astroph": "astro-ph-cc1"}
 _SNAP_FOLDERS = {"astro-ph-cc1": "SNAP-ca-astroph", "email-enron-cc1": "SNAP-email-enron"}
 
-DATASET_NAMES = tuple(sorted(_FILE_DATASETS)) + _GENERATED
-"""Names :func:`load_dataset` knows (case-insensitive); anything else is taken as a path."""
+SHIPPED_ONLY = ("ca-astroph", "email-enron-cc1")
+"""Names read from the checkout's ``datasets/`` only (largest connected components of SNAP
+graphs; not downloadable)."""
+
+DATASET_NAMES = (*REGISTRY, *SHIPPED_ONLY, *GENERATED)
+"""Names :func:`load_dataset` knows (case-insensitive), as ``gnnscale datasets list`` shows
+them: the downloadable ones, the shipped-only ones, the generators; anything else is taken
+as a path."""
 
 # Default R-MAT size for load_dataset("rmat") when no scale is given: 4,096 nodes.
 DEFAULT_RMAT_SCALE = 12
@@ -96,8 +104,22 @@ def load_dataset(name_or_path, root=None, *, split: int = 0, **options) -> Graph
         path = root / text
     if _exists(path):
         return load_path(path, split=split, **options)
-    raise DataError(f"unknown dataset {text!r}: not a known name ({', '.join(DATASET_NAMES)}) "
-                    "and no such file or directory")
+    if _looks_like_path(text):
+        raise DataError(f"dataset {text}: no such file or directory")
+    raise DataError(f"unknown dataset {text!r}{did_you_mean(text, _spellings())}: not a known "
+                    f"name ({', '.join(DATASET_NAMES)}) and no such file or directory")
+
+
+def _spellings() -> list[str]:
+    """Every name and alias :func:`load_dataset` takes."""
+    return [*DATASET_NAMES, *_ALIASES]
+
+
+def _looks_like_path(text: str) -> bool:
+    """A dataset argument meant as a path (a folder separator, a leading ``.`` or ``~``, a file
+    suffix) rather than a name: its error needs no list of names."""
+    return "/" in text or os.sep in text or text.startswith((".", "~")) or \
+        bool(Path(text).suffix)
 
 
 def find_dataset(name: str, root) -> Path | None:

@@ -177,9 +177,22 @@ def entry_for(name: str) -> DatasetEntry:
     """The entry for ``name``; an unknown name is a :class:`DataError` listing the known ones."""
     entry = registered(name)
     if entry is None:
-        raise DataError(f"no downloadable dataset named {name!r} (known: "
-                        f"{', '.join(REGISTRY)})")
+        raise DataError(f"no downloadable dataset named {name!r}{did_you_mean(name, REGISTRY)} "
+                        f"(known: {', '.join(REGISTRY)})")
     return entry
+
+
+def did_you_mean(word: str, names) -> str:
+    """``" (did you mean 'cora'?)"`` for the name closest to ``word`` (case-insensitive,
+    ``-`` and ``_`` alike), or ``""`` when none is close."""
+    import difflib
+
+    def key(text: str) -> str:
+        return text.lower().replace("_", "-")
+
+    by_key = {key(name): name for name in names}
+    close = difflib.get_close_matches(key(word), list(by_key), n=1, cutoff=0.6)
+    return f" (did you mean {by_key[close[0]]!r}?)" if close else ""
 
 
 def shipped_root() -> Path | None:

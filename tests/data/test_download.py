@@ -178,7 +178,7 @@ def test_ogb_zip_is_extracted_into_the_folder_the_loader_reads(tmp_path, mirror,
     loaded = load_dataset("ogbn-arxiv", root=tmp_path)
     for field in ("indptr", "indices", "y", "train_mask", "val_mask", "test_mask"):
         assert np.array_equal(getattr(loaded, field), getattr(ogb_graph, field)), field
-    assert sorted(p.name for p in tmp_path.iterdir()) == [STAGING, "ogbn_arxiv"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ogbn_arxiv"]  # no staging left
     assert leftovers(tmp_path) == []  # the archive is removed once extracted
 
 
@@ -236,3 +236,23 @@ def test_concurrent_downloads_of_one_dataset_fetch_each_file_once(tmp_path, mirr
         thread.join(60)
     assert errors == [] and results == [tmp_path / "CiteSeer"] * 3
     assert len(mirror.requests) == 8 and len(set(mirror.requests)) == 8
+
+
+def test_a_failed_download_leaves_nothing_behind(tmp_path, mirror_folder):
+    empty = tmp_path / "empty-mirror"
+    empty.mkdir()
+    root = tmp_path / "new" / "root"
+    with MirrorServer(empty) as server:
+        with pytest.raises(DataError, match="HTTP 404"):
+            download_dataset("cora", root, base_url=server.url, progress=False)
+    assert not (tmp_path / "new").exists()  # no staging folder, no lock file, no root
+    existing = tmp_path / "data"
+    existing.mkdir()
+    with pytest.raises(DataError, match="cannot reach"):
+        download_dataset("cora", existing, progress=False)
+    assert list(existing.iterdir()) == []
+
+
+def test_a_finished_download_leaves_no_staging_or_lock(tmp_path, mirror):
+    download_dataset("facebook-combined", tmp_path, base_url=mirror.url, progress=False)
+    assert not (tmp_path / STAGING).exists()
