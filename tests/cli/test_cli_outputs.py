@@ -127,3 +127,18 @@ def test_under_mpirun_every_rank_stops_with_one_line(tmp_path):
     assert ours == ["gnnscale train: error: --metrics-out /proc/m/x.jsonl: folder /proc does "
                     "not take new files (No such file or directory)"], result.stderr
     assert "Traceback" not in result.stderr and "MPI_ABORT" not in result.stderr
+
+
+def test_what_commands_write_into_the_checkout_is_ignored_by_git():
+    import subprocess
+
+    from mpi_launch import REPO_ROOT
+
+    written = ["data/Cora/raw/ind.cora.x", "parts/cora-4/manifest.json", "graphs/g/x.npy",
+               "plots/m.png", "train.log", "tune.json", "tune.png", "tune-sweep.json",
+               "tune-cost-model.json", "tune-sweep.png", "runs/m.jsonl"]
+    source = ["gnnscale/data/load.py", "datasets/Cora/raw/ind.cora.x", "tests/data/x.py",
+              "benchmarks/results/tune.json"]
+    done = subprocess.run(["git", "check-ignore", "--no-index", *written, *source],
+                          cwd=REPO_ROOT, capture_output=True, text=True)
+    assert sorted(done.stdout.split()) == sorted(written), done.stdout
