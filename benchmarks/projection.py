@@ -64,7 +64,7 @@ def stats(args) -> None:
                         num_classes=ASSUMPTIONS["classes"], seed=0)
     print(data.summary(), flush=True)
     result = json.loads(STATS.read_text()) if STATS.exists() else {"runs": []}
-    from gnnscale.cli.partition_cmd import balance_params
+    from gnnscale.cli.arguments import balance_params
 
     params = balance_params(args.balance, args.method, "--method")
     label = args.method + (f" ({args.balance})" if args.balance else "")

@@ -83,6 +83,31 @@ def key_value(text: str) -> tuple[str, object]:
     return key, tuple(value) if isinstance(value, list) else value
 
 
+def balance_targets(text: str) -> tuple:
+    """``--balance nodes,edges`` -> ``("nodes", "edges")`` (the ``balance`` parameter)."""
+    return tuple(b.strip() for b in text.split(",") if b.strip())
+
+
+def balance_methods() -> list[str]:
+    """Registry names of the partitioners that take a ``balance`` parameter."""
+    from partitioning import PARTITIONERS
+
+    return sorted(name for name, cls in PARTITIONERS.items() if "balance" in cls.defaults)
+
+
+def balance_params(balance, method: str, option: str) -> dict:
+    """``{"balance": targets}`` for ``--balance`` (empty when not given); refuses a method
+    without balance targets, naming ``option`` (``--method`` or ``--partitioner``)."""
+    from ..errors import UsageError
+
+    if balance is None:
+        return {}
+    if method not in balance_methods():
+        raise UsageError(f"--balance applies to {option} {' or '.join(balance_methods())}, "
+                         f"not {method!r}")
+    return {"balance": balance_targets(balance)}
+
+
 def add_dataset_arguments(parser, default_dataset: str = "sbm") -> None:
     """``--dataset``, ``--data-root``, ``--num-nodes``, ``--split``, ``--dataset-option``."""
     data = parser.add_argument_group("data")

@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from ..errors import UsageError
+from .arguments import balance_params
 from .common import agreed_failure
 from .env_check import check_same_versions
 from .report import format_header
@@ -31,8 +32,6 @@ def check_build_arguments(args) -> None:
     if getattr(args, "partitions", None) and args.balance is not None:
         raise UsageError(f"--balance does not apply to --partitions {args.partitions}: the "
                          f"store is partitioned already (gnnscale partition --balance)")
-    from .partition_cmd import balance_params
-
     balance_params(args.balance, args.partitioner, "--partitioner")
 
 
@@ -107,7 +106,6 @@ def _problem_in_memory(args, comm, device):
     from partitioning import make_partitioner, part_summary
 
     from ..engine import LocalProblem
-    from .partition_cmd import balance_params
     from . import memory_check
     from .shared_graph import load_shared_graph
 

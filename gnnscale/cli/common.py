@@ -10,6 +10,7 @@ from contextlib import contextmanager
 
 from ..comm import env_rank
 from ..errors import GnnscaleError
+from . import EXIT_INTERRUPTED
 
 EXIT_USAGE = 2
 
@@ -150,13 +151,9 @@ def run_entry_point(func, args) -> int:
             _abort_job(EXIT_USAGE)
         return EXIT_USAGE
     except KeyboardInterrupt:  # the command said where it stopped, if it had anything to say
-        from .main import EXIT_INTERRUPTED
-
         return EXIT_INTERRUPTED
     except Exception as exc:  # a crash: report it and take the whole job down
         if interrupted(exc):
-            from .main import EXIT_INTERRUPTED
-
             return EXIT_INTERRUPTED
         rank = env_rank()
         print(f"gnnscale: rank {rank} failed:\n{traceback.format_exc()}", file=sys.stderr,

@@ -11,8 +11,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-#: exit code of a command stopped by Ctrl-C (128 + SIGINT, as a shell reports it)
-EXIT_INTERRUPTED = 130
+from . import EXIT_INTERRUPTED
 
 # Sub-commands live one per module; each exposes add_parser(subparsers) and run(args).
 SUBCOMMAND_MODULES = ("train_cmd", "partition_cmd", "convert_cmd", "tune_cmd", "plan_cmd",

@@ -2,33 +2,10 @@
 
 from __future__ import annotations
 
-from ..errors import UsageError
 from . import memory_check
-from .arguments import add_dataset_arguments, key_value, load_graph, positive_int
+from .arguments import add_dataset_arguments, balance_params, key_value, load_graph, positive_int
 from ..comm import env_rank
 from .common import formatter, say
-
-def balance_targets(text: str) -> tuple:
-    """``--balance nodes,edges`` -> ``("nodes", "edges")`` (the ``balance`` parameter)."""
-    return tuple(b.strip() for b in text.split(",") if b.strip())
-
-
-def balance_methods() -> list[str]:
-    """Registry names of the partitioners that take a ``balance`` parameter."""
-    from partitioning import PARTITIONERS
-
-    return sorted(name for name, cls in PARTITIONERS.items() if "balance" in cls.defaults)
-
-
-def balance_params(balance, method: str, option: str) -> dict:
-    """``{"balance": targets}`` for ``--balance`` (empty when not given); refuses a method
-    without balance targets, naming ``option`` (``--method`` or ``--partitioner``)."""
-    if balance is None:
-        return {}
-    if method not in balance_methods():
-        raise UsageError(f"--balance applies to {option} {' or '.join(balance_methods())}, "
-                         f"not {method!r}")
-    return {"balance": balance_targets(balance)}
 
 
 def method_params(args) -> dict:

@@ -45,11 +45,6 @@ class LaunchInfo:
     local_rank: int
 
 
-def _int(name: str, default: int) -> int:
-    value = os.environ.get(name)
-    return int(value) if value not in (None, "") else default
-
-
 def detect_launch(environ=None) -> LaunchInfo:
     """Describe the launcher from environment variables; ``launcher='none'`` for plain python."""
     env = os.environ if environ is None else environ
