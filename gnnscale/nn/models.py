@@ -23,8 +23,8 @@ from .conv import GCNLayer, SAGELayer
 from .dropout import dropout as fast_dropout
 from .dropout import relu_dropout
 from .fused_transform import PendingLinear, can_fuse
-from .gemm import cpu_autocast_dtype
 from .gat import GATLayer, GATv2Layer
+from .gemm import cpu_autocast_dtype
 from .gin import GINLayer
 from .norms import NORMS, make_norm
 from .pyg_wrapper import DistributedConv
@@ -150,56 +150,64 @@ class GNN(nn.Module):
         the loss's: the last layer then computes only those where it can, its aggregation
         reading only their edges; otherwise every row is computed and these selected). Where
         the graph can say which rows those read (:meth:`RankGraph.rows_read_by`: an edge cut;
-        on several ranks the rows sent to peers' halos among them), the layers before compute only the rows read after them: their products
-        and passes skip the nodes no loss row depends on (e.g. isolated nodes outside the
-        loss). The hidden dropout then draws its mask over the rows computed, a different
-        draw from the whole forward's."""
-        act = ACTIVATIONS[self.activation]
+        on several ranks the rows sent to peers' halos among them), the layers before compute
+        only the rows read after them: their products and passes skip the nodes no loss row
+        depends on (e.g. isolated nodes outside the loss). The hidden dropout then draws its
+        mask over the rows computed, a different draw from the whole forward's.
+
+        Between two layers: the norm, then the activation and the next layer's input dropout
+        (a ReLU in one pass with the dropout, or with the dropout and the next layer itself
+        where that layer transforms first; the layer before may then leave its bias, and an
+        aggregate-first layer its product, to that pass)."""
         half = _autocast_bf16(x)
-        dropped = False  # x already went through the next layer's input dropout
-        h = None  # this layer's output, where the previous step computed it (fused)
-        bias = None  # a bias still to be added to h (by the next layer's fused pass)
         last = len(self.layers) - 1
         last_rows = rows if rows is not None and self._takes_rows(last) else None
         computed = self._rows_computed(graph, last_rows)
-        for i, layer in enumerate(self.layers):
-            if h is None:
-                if not dropped:
-                    x = fast_dropout(x, self.dropout, self.training,
-                                     dtype=_rows_dtype(layer, half))
-                narrowed = {} if computed[i] is None else {
-                    "rows": computed[i], "columns": computed[i - 1] if i else None}
-                if self._bias_deferred(i, x, half):  # added in the next layer's fused pass
-                    h, bias = layer.forward_unbiased(x, graph, **narrowed)
-                else:
-                    h, bias = layer(x, graph, **narrowed), None
-                if len(self.skips):
-                    h = h + self.skips[i](x)
-            dropped = False
-            if i < len(self.layers) - 1:
-                norm = self.norms[i]
-                if not isinstance(norm, nn.Identity):
-                    h = norm(h, graph)
-                if self.activation == "relu":
-                    fused = self._next_layer_on_activated(i + 1, h, half, graph, bias,
-                                                          computed[i + 1], computed[i])
-                    if fused is not None:  # the next layer's output
-                        h, bias = fused, None
-                        continue
-                    if isinstance(h, PendingLinear):  # the next layer declined after all
-                        h = h.materialize()
-                    if bias is not None:
-                        h, bias = h + bias, None
-                    # the activation and the next layer's input dropout in one pass
-                    h = relu_dropout(h, self.dropout, self.training,
-                                     dtype=_rows_dtype(self.layers[i + 1], half))
-                    dropped = True
-                else:
-                    h = act(h)
-            x, h = h, None
+        x = fast_dropout(x, self.dropout, self.training, dtype=_rows_dtype(self.layers[0], half))
+        h, bias = self._layer(0, x, graph, half, computed)
+        for i in range(1, last + 1):  # layer i-1's output h (its bias still to add) -> layer i's
+            norm = self.norms[i - 1]
+            if not isinstance(norm, nn.Identity):
+                h = norm(h, graph)
+            if self.activation == "relu":
+                fused = self._next_layer_on_activated(i, h, half, graph, bias, computed[i],
+                                                      computed[i - 1])
+                if fused is not None:  # ReLU, layer i's input dropout and layer i in one pass
+                    h, bias = fused, None
+                    continue
+                if isinstance(h, PendingLinear):  # layer i declined the product after all
+                    h = h.materialize()
+                if bias is not None:
+                    h, bias = h + bias, None
+                # the activation and layer i's input dropout in one pass
+                x, h = relu_dropout(h, self.dropout, self.training,
+                                    dtype=_rows_dtype(self.layers[i], half)), None
+            else:
+                x, h = ACTIVATIONS[self.activation](h), None
+                x = fast_dropout(x, self.dropout, self.training,
+                                 dtype=_rows_dtype(self.layers[i], half))
+            h, bias = self._layer(i, x, graph, half, computed)
         if rows is not None and last_rows is None:
-            x = x.index_select(0, rows)
-        return x
+            h = h.index_select(0, rows)
+        return h
+
+    def _layer(self, index: int, x: torch.Tensor, graph: RankGraph, half,
+               computed: list) -> tuple:
+        """``(h, bias)``: layer ``index`` on its input ``x`` (already through its dropout),
+        with the skip; ``bias`` is the layer's bias left to the next layer's fused pass
+        (:meth:`_bias_deferred`: ``h`` then lacks it and may be a :class:`PendingLinear`
+        product), else None. The layer computes rows ``computed[index]`` only, from an input
+        holding rows ``computed[index - 1]`` only, where given."""
+        layer = self.layers[index]
+        narrowed = {} if computed[index] is None else {
+            "rows": computed[index], "columns": computed[index - 1] if index else None}
+        if self._bias_deferred(index, x, half):  # added in the next layer's fused pass
+            h, bias = layer.forward_unbiased(x, graph, **narrowed)
+        else:
+            h, bias = layer(x, graph, **narrowed), None
+        if len(self.skips):
+            h = h + self.skips[index](x)
+        return h, bias
 
     def _rows_computed(self, graph: RankGraph, last_rows: torch.Tensor | None) -> list:
         """Per layer, the owned rows it computes (None: every row): ``last_rows`` for the last
