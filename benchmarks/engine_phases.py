@@ -58,21 +58,20 @@ import sys
 import time
 from pathlib import Path
 
+from _workload import add_rmat_arguments, rmat_graph
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--scale", type=int, default=18)
-    parser.add_argument("--features", type=int, default=128)
-    parser.add_argument("--classes", type=int, default=16)
+    add_rmat_arguments(parser)
     parser.add_argument("--hidden", type=int, default=256)
     parser.add_argument("--models", nargs="+", default=["gcn", "sage"], choices=["gcn", "sage"])
     parser.add_argument("--dropout", nargs="+", type=float, default=[0.5, 0.0])
     parser.add_argument("--threads", type=int, default=2, help="threads per rank")
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--reps", type=int, default=5)
-    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--compute-dtype", default="float32", choices=["float32", "bfloat16"],
                         help="the trainer's compute_dtype; bfloat16 measures the GEMM roofline "
                              "in bf16 and is recorded under its own key")
@@ -89,7 +88,6 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from gnnscale.comm import init  # noqa: E402
-from gnnscale.data import generate_rmat  # noqa: E402
 from gnnscale.engine import LocalProblem, Trainer  # noqa: E402
 from gnnscale.graph import halo as halo_module  # noqa: E402
 from gnnscale.graph.sparse import SparseBlock  # noqa: E402
@@ -409,8 +407,7 @@ def main() -> None:
     comm = init("auto")
     torch.set_num_threads(ARGS.threads)
     instrument()
-    data = generate_rmat(scale=ARGS.scale, num_features=ARGS.features,
-                         num_classes=ARGS.classes, seed=ARGS.seed)
+    data = rmat_graph(ARGS)
     if comm.size > 1:
         from partitioning import make_partitioner
 

@@ -70,13 +70,12 @@ import argparse
 import os
 import sys
 
+from _workload import add_rmat_arguments, rmat_graph
+
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--scale", type=int, default=18)
-    parser.add_argument("--edge-factor", type=int, default=16)
-    parser.add_argument("--features", type=int, default=128)
-    parser.add_argument("--classes", type=int, default=16)
+    add_rmat_arguments(parser)
     parser.add_argument("--hidden", type=int, default=256, help="hidden width of gcn and sage")
     parser.add_argument("--gat-heads", type=int, default=4,
                         help="attention heads of gat's hidden layer (concatenated)")
@@ -98,7 +97,6 @@ def parse_args(argv=None):
                         help="a _bf16 variant runs under bf16 autocast: gnnscale's "
                              "Trainer(compute_dtype=torch.bfloat16), the others' forward "
                              "pass and loss in torch.autocast('cpu', torch.bfloat16)")
-    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--memory-fraction", type=float, default=0.5,
                         help="skip a PyG variant when its per-edge tensors (gcn/sage with "
                              "edge_index: about 3 x edges x width x 4 bytes; gat: see "
@@ -125,7 +123,6 @@ import torch  # noqa: E402
 from torch.nn import functional as F  # noqa: E402
 
 from gnnscale.comm import init  # noqa: E402
-from gnnscale.data import generate_rmat  # noqa: E402
 from gnnscale.engine import LocalProblem, Trainer  # noqa: E402
 from gnnscale.nn import GNN  # noqa: E402
 from partitioning.local_view import out_degree_and_self_loops  # noqa: E402
@@ -451,8 +448,7 @@ def main() -> None:
     pyg = (optional("torch_geometric")
            if _requested("pyg_edge_index") or _requested("pyg_csr") else None)
     t = time.perf_counter()
-    data = generate_rmat(scale=ARGS.scale, edge_factor=ARGS.edge_factor, seed=ARGS.seed,
-                         num_features=ARGS.features, num_classes=ARGS.classes)
+    data = rmat_graph(ARGS)
     print(f"{data.summary()} (generated in {time.perf_counter() - t:.1f} s); "
           f"{ARGS.threads} threads", flush=True)
     report = {

@@ -68,6 +68,8 @@ import os
 import sys
 from pathlib import Path
 
+from _workload import add_rmat_arguments, rmat_argv, rmat_graph
+
 ROOT = Path(__file__).resolve().parents[1]
 SAR_DIR = ROOT / "third_party" / "sar"
 VARIANTS = ("sar", "sar_no_sr", "gnnscale", "gnnscale_bf16")
@@ -76,13 +78,9 @@ LR, WEIGHT_DECAY = 0.01, 5e-4
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--scale", type=int, default=18)
-    parser.add_argument("--edge-factor", type=int, default=16)
-    parser.add_argument("--features", type=int, default=128)
-    parser.add_argument("--classes", type=int, default=16)
+    add_rmat_arguments(parser)
     parser.add_argument("--hidden", type=int, default=256)
     parser.add_argument("--dropout", type=float, default=0.5)
-    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--models", nargs="+", default=["gcn", "sage"], choices=["gcn", "sage"])
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS),
                         choices=VARIANTS)
@@ -283,13 +281,11 @@ def sar_worker() -> None:
 def gnnscale_worker() -> None:
     torch.set_num_threads(1)
     from gnnscale.comm import init
-    from gnnscale.data import generate_rmat
     from gnnscale.engine import LocalProblem, Trainer
 
     comm = init()
     t = time.perf_counter()
-    data = generate_rmat(scale=ARGS.scale, edge_factor=ARGS.edge_factor, seed=ARGS.seed,
-                         num_features=ARGS.features, num_classes=ARGS.classes)
+    data = rmat_graph(ARGS)
     parts = np.load(ARGS.parts_file)
     problem = LocalProblem.from_graph_data(data, parts, comm)
     del data, parts
@@ -339,11 +335,9 @@ def sar_commit() -> str | None:
 def common_worker_args(model_name: str, variant: str, result: Path) -> list[str]:
     return [str(Path(__file__).resolve()), "--worker",
             "sar" if variant.startswith("sar") else "gnnscale", "--model", model_name,
-            "--variant", variant, "--scale", str(ARGS.scale), "--edge-factor",
-            str(ARGS.edge_factor), "--features", str(ARGS.features), "--classes",
-            str(ARGS.classes), "--hidden", str(ARGS.hidden), "--dropout", str(ARGS.dropout),
-            "--seed", str(ARGS.seed), "--warmup", str(ARGS.warmup), "--reps", str(ARGS.reps),
-            "--result", str(result)]
+            "--variant", variant, *rmat_argv(ARGS), "--hidden", str(ARGS.hidden),
+            "--dropout", str(ARGS.dropout), "--warmup", str(ARGS.warmup),
+            "--reps", str(ARGS.reps), "--result", str(result)]
 
 
 def worker_env(extra_path: list[Path]) -> dict:
@@ -488,16 +482,13 @@ def summarize(model_name: str, jobs: dict) -> dict:
 def driver_main() -> None:
     import dgl
 
-    from gnnscale.data import generate_rmat
-
     if not (SAR_DIR / "sar" / "__init__.py").exists():
         sys.exit(f"SAR is not vendored at {SAR_DIR}")
     keep = ARGS.work_dir is not None
     work = Path(ARGS.work_dir or tempfile.mkdtemp(prefix="sar_vs_gnnscale_"))
     work.mkdir(parents=True, exist_ok=True)
     t = time.perf_counter()
-    data = generate_rmat(scale=ARGS.scale, edge_factor=ARGS.edge_factor, seed=ARGS.seed,
-                         num_features=ARGS.features, num_classes=ARGS.classes)
+    data = rmat_graph(ARGS)
     print(f"{data.summary()} (generated in {time.perf_counter() - t:.1f} s); 2 ranks x 1 thread",
           flush=True)
     partitions = {}
