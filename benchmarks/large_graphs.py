@@ -267,16 +267,14 @@ def planned_memory(model: str, shape: dict, ranks: int, store: Path | None,
     """The memory plan's per-rank peak (both allocator modes) and the phase that sets it, as
     ``gnnscale train`` plans the same run: from the store's manifest, or (one process) from
     the converted graph's sizes."""
-    from types import SimpleNamespace
-
     from gnnscale.cli.memory_check import plan_for_store
     from planning.cost_model import ModelSpec
     from planning.memory_plan import DatasetShape, balanced_workload, plan_memory
 
     if store is not None:
-        plan = plan_for_store(SimpleNamespace(model=model, layers=shape["layers"],
-                                              hidden=shape["hidden"], heads=shape["heads"] or 8,
-                                              out_heads=1), store, ranks)
+        plan = plan_for_store(store, ranks, {"model": model, "layers": shape["layers"],
+                                             "hidden": shape["hidden"],
+                                             "heads": shape["heads"] or 8, "out_heads": 1})
     else:
         from gnnscale.data.converted import open_converted
 

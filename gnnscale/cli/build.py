@@ -107,9 +107,11 @@ def _problem_in_memory(args, comm, device):
 
     from ..engine import LocalProblem
     from . import memory_check
+    from .arguments import load_graph, resolve_data_root
     from .shared_graph import load_shared_graph
 
-    data = load_shared_graph(args, comm)
+    data = load_shared_graph(comm, args.dataset, resolve_data_root(args),
+                             lambda: load_graph(args))
     with agreed_failure(comm):
         if comm.size > data.num_nodes:
             raise UsageError(f"{comm.size} ranks but the graph has only {data.num_nodes} nodes; "
@@ -118,7 +120,10 @@ def _problem_in_memory(args, comm, device):
         partitioner = make_partitioner(args.partitioner, num_parts=comm.size, seed=args.seed,
                                        **params)
     with agreed_failure(comm):
-        retain_fits = memory_check.check_training(args, comm, data)
+        retain_fits = memory_check.check_training(
+            comm, data, layout=memory_check.layout_of(args.dataset, args.data_root),
+            model=memory_check.model_options(args), method=args.partitioner,
+            ignore=getattr(args, "ignore_memory_plan", False))
     choose_allocator(retain_fits, comm)
     partition = None
     with agreed_failure(comm):
@@ -164,7 +169,9 @@ def _problem_from_store(args, comm, device):
     from . import memory_check
 
     with agreed_failure(comm):
-        retain_fits = memory_check.check_store_training(args, comm, args.partitions)
+        retain_fits = memory_check.check_store_training(
+            comm, args.partitions, model=memory_check.model_options(args),
+            ignore=getattr(args, "ignore_memory_plan", False))
     choose_allocator(retain_fits, comm)
     with agreed_failure(comm):
         part = read_store_part(args.partitions, comm.rank, comm.size)

@@ -86,13 +86,24 @@ def check_plan(plan: dict, comm, what: str, ignore: bool = False) -> bool:
 CLOSEST_MODEL = {"gatv2": "gat", "gin": "sage", "sage-max": "sage", "graphconv": "sage"}
 
 
-def _spec_of(args, data):
+#: the options of ``--model`` and its shape that the plan reads (:func:`model_options`)
+MODEL_OPTIONS = ("model", "layers", "hidden", "heads", "out_heads", "dropout")
+
+
+def model_options(args) -> dict:
+    """The :data:`MODEL_OPTIONS` that parsed options hold, as the plan functions take them."""
+    return {name: getattr(args, name) for name in MODEL_OPTIONS if hasattr(args, name)}
+
+
+def model_spec_of(model: dict, features: int, classes: int):
+    """The plan's :class:`~planning.cost_model.ModelSpec` of ``model`` (:func:`model_options`;
+    a model the plan does not know is planned as :data:`CLOSEST_MODEL` says)."""
     from planning.cost_model import ModelSpec
 
-    name = CLOSEST_MODEL.get(args.model, args.model)
-    return ModelSpec.build(name, max(data.num_features, 1), args.hidden,
-                           max(data.num_classes, 1), args.layers, heads=args.heads,
-                           out_heads=args.out_heads, dropout=args.dropout)
+    shape = {k: model[k] for k in ("heads", "out_heads", "dropout") if k in model}
+    return ModelSpec.build(CLOSEST_MODEL.get(model["model"], model["model"]),
+                           max(int(features), 1), model["hidden"], max(int(classes), 1),
+                           model["layers"], **shape)
 
 
 def layout_of(dataset: str, data_root: str | None = None) -> str:
@@ -115,32 +126,32 @@ def layout_of(dataset: str, data_root: str | None = None) -> str:
     return "arrays" if "arrays" in LOADING else next(iter(LOADING))
 
 
-def check_training(args, comm, data) -> bool:
-    """``train`` without a store: every rank holds ``data``; rank 0 partitions it. Returns
-    whether the retained heap fits too (:func:`check_plan`)."""
+def check_training(comm, data, *, layout: str, model: dict, method: str,
+                   ignore: bool = False) -> bool:
+    """``train`` without a store: every rank holds ``data`` (read in ``layout``, see
+    :func:`layout_of`); rank 0 partitions it with ``method``; ``model``: see
+    :func:`model_options`. Returns whether the retained heap fits too (:func:`check_plan`)."""
     from planning.memory_plan import DatasetShape, balanced_workload, plan_memory
 
-    shape = DatasetShape.of(data, layout_of(args.dataset, args.data_root))
-    method = args.partitioner if comm.size > 1 else None
-    plan = plan_memory(shape, _spec_of(args, data), balanced_workload(shape, comm.size),
-                       partition_method=method, mode="in-memory")
-    return check_plan(plan, comm, f"training on {comm.size} rank(s)",
-                      getattr(args, "ignore_memory_plan", False))
+    shape = DatasetShape.of(data, layout)
+    plan = plan_memory(shape, model_spec_of(model, data.num_features, data.num_classes),
+                       balanced_workload(shape, comm.size),
+                       partition_method=method if comm.size > 1 else None, mode="in-memory")
+    return check_plan(plan, comm, f"training on {comm.size} rank(s)", ignore)
 
 
-def check_store_training(args, comm, store_dir) -> bool:
+def check_store_training(comm, store_dir, *, model: dict, ignore: bool = False) -> bool:
     """``train --partitions``: each rank reads its own part; sizes come from the manifest.
     Returns whether the retained heap fits too (:func:`check_plan`)."""
-    plan = plan_for_store(args, store_dir, comm.size)
-    return check_plan(plan, comm, f"training from {store_dir}",
-                      getattr(args, "ignore_memory_plan", False))
+    plan = plan_for_store(store_dir, comm.size, model)
+    return check_plan(plan, comm, f"training from {store_dir}", ignore)
 
 
-def plan_for_store(args, store_dir, ranks: int) -> dict:
-    """Memory plan of training from a partition store (its manifest's per-part sizes)."""
+def plan_for_store(store_dir, ranks: int, model: dict) -> dict:
+    """Memory plan of training ``model`` (:func:`model_options`) from a partition store on
+    ``ranks`` ranks (its manifest's per-part sizes)."""
     import numpy as np
 
-    from planning.cost_model import ModelSpec
     from planning.memory_plan import DatasetShape, balanced_workload, plan_memory
     from partitioning.store import read_manifest
 
@@ -160,20 +171,18 @@ def plan_for_store(args, store_dir, ranks: int) -> dict:
         work["boundary_edges"] = np.zeros(ranks)
         work["recv_rows"] = np.diag(halo) if ranks == 1 else \
             np.outer(halo, np.ones(ranks)) * (1 - np.eye(ranks)) / (ranks - 1)
-    spec = ModelSpec.build(CLOSEST_MODEL.get(args.model, args.model), features, args.hidden,
-                           classes, args.layers, heads=getattr(args, "heads", 8),
-                           out_heads=getattr(args, "out_heads", 1))
-    return plan_memory(shape, spec, work, mode="store")
+    return plan_memory(shape, model_spec_of(model, features, classes), work, mode="store")
 
 
-def check_partitioning(args, data) -> None:
-    """``gnnscale partition``: one process partitions ``data`` and writes the store."""
+def check_partitioning(data, *, parts: int, method: str, layout: str,
+                       ignore: bool = False) -> None:
+    """``gnnscale partition``: one process partitions ``data`` (read in ``layout``) into
+    ``parts`` with ``method`` and writes the store."""
     from planning.cost_model import ModelSpec
     from planning.memory_plan import DatasetShape, balanced_workload, plan_memory
 
-    shape = DatasetShape.of(data, layout_of(args.dataset, args.data_root))
+    shape = DatasetShape.of(data, layout)
     spec = ModelSpec.build("gcn", shape.num_features, 16, shape.num_classes)
-    plan = plan_memory(shape, spec, balanced_workload(shape, min(args.parts, shape.num_nodes)),
-                       partition_method=args.method, mode="partition")
-    check_plan(plan, None, f"partitioning into {args.parts} parts",
-               getattr(args, "ignore_memory_plan", False))
+    plan = plan_memory(shape, spec, balanced_workload(shape, min(parts, shape.num_nodes)),
+                       partition_method=method, mode="partition")
+    check_plan(plan, None, f"partitioning into {parts} parts", ignore)

@@ -71,7 +71,9 @@ def run(args) -> int:
     if env_rank() != 0:  # under a launcher the store is written once, by rank 0
         return 0
     say(f"gnnscale partition: {data.summary()}")
-    memory_check.check_partitioning(args, data)
+    memory_check.check_partitioning(data, parts=args.parts, method=args.method,
+                                    layout=memory_check.layout_of(args.dataset, args.data_root),
+                                    ignore=args.ignore_memory_plan)
     partition = partitioner.fit(data)
     say(f"partitioned with {args.method} in {partition.time_s:.1f} s")
     row_bytes = args.feature_bytes or 4 * max(data.num_features, 1)

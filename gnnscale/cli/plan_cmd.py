@@ -53,12 +53,12 @@ def run(args) -> int:
     from planning.memory_plan import DatasetShape, balanced_workload, format_plan, plan_memory
     from planning.workload import part_workload
 
-    from .memory_check import available_bytes, layout_of, plan_for_store
+    from .memory_check import available_bytes, layout_of, model_options, plan_for_store
     from .tune_cmd import model_spec
 
     if args.partitions:
         args.parts = store_parts(args.partitions, args.parts)
-        plan = plan_for_store(args, args.partitions, args.parts)
+        plan = plan_for_store(args.partitions, args.parts, model_options(args))
         say(f"gnnscale plan: training from store {args.partitions} on {args.parts} rank(s)")
     else:
         args.parts = args.parts or 1

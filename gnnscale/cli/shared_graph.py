@@ -14,15 +14,13 @@ import socket
 import tempfile
 from pathlib import Path
 
-from .arguments import load_graph, resolve_data_root
 from .common import AgreedError, agreed_failure, user_error_types
 
 
-def _converted_folder(args) -> Path | None:
+def _converted_folder(dataset, data_root) -> Path | None:
     from ..data.converted import is_converted
 
-    root = Path(resolve_data_root(args))
-    for candidate in (Path(args.dataset).expanduser(), root / args.dataset):
+    for candidate in (Path(dataset).expanduser(), Path(data_root) / dataset):
         try:
             if candidate.is_dir() and is_converted(candidate):
                 return candidate
@@ -31,28 +29,27 @@ def _converted_folder(args) -> Path | None:
     return None
 
 
-def load_shared_graph(args, comm):
-    """The dataset the arguments name, as a ``GraphData`` that every rank of ``comm`` maps.
+def load_shared_graph(comm, dataset, data_root, load):
+    """The dataset ``load()`` returns (``dataset``: its name or path, read under
+    ``data_root``), as a ``GraphData`` that every rank of ``comm`` maps.
 
-    Collective. One process (``comm.size == 1``) loads the dataset directly.
+    Collective. One process (``comm.size == 1``), and every rank where ``dataset`` is a
+    converted folder, calls ``load()`` itself; elsewhere the lowest rank of each host does.
     """
     from ..data.converted import open_converted, write_converted
 
-    if comm.size == 1:
-        with agreed_failure(comm):
-            return load_graph(args)
-    if _converted_folder(args) is not None:  # every rank maps it (options checked as usual)
-        with agreed_failure(comm):
-            return load_graph(args)
+    if comm.size == 1 or _converted_folder(dataset, data_root) is not None:
+        with agreed_failure(comm):  # a converted folder: every rank maps it
+            return load()
     hosts = comm.allgather_object(socket.gethostname())
     leader = hosts.index(hosts[comm.rank])  # lowest rank on this host
     outcome = None  # leader: the temporary folder, or the error message
     if comm.rank == leader:
         try:
-            data = load_graph(args)
+            data = load()
             tmp = Path(tempfile.mkdtemp(prefix="gnnscale-graph-"))
             try:
-                write_converted(data, tmp / "graph", source=str(args.dataset))
+                write_converted(data, tmp / "graph", source=str(dataset))
             except BaseException:
                 shutil.rmtree(tmp, ignore_errors=True)
                 raise
@@ -61,7 +58,7 @@ def load_shared_graph(args, comm):
         except user_error_types() as exc:
             outcome = ("error", str(exc))
         except MemoryError:
-            outcome = ("error", f"not enough memory to load {args.dataset} on {hosts[leader]}")
+            outcome = ("error", f"not enough memory to load {dataset} on {hosts[leader]}")
     outcomes = comm.allgather_object(outcome)
     failed = [o[1] for o in outcomes if o is not None and o[0] == "error"]
     if failed:
