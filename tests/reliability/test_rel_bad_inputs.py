@@ -14,12 +14,12 @@ drops the effective uid to ``nobody`` (``os.seteuid``) around the call and resto
 import bz2
 import gzip
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from gnnscale.cli import env_check
 from gnnscale.cli.main import main as gnnscale_main
 from mpi_launch import gnnscale_cli, run_python_mpi
 
@@ -284,4 +284,7 @@ def test_mismatched_package_versions_across_ranks(tmp_path, backend):
                                                 str(path)], timeout=180)
     assert_every_rank_exit_2(result, ["package versions differ", "torch", "0.0.0-other",
                                       "rank 1"])
-    assert sys.modules.get("torch") is not None
+    # the line names rank 0's real torch (this environment's) and rank 1's other one
+    real = env_check.package_versions()["torch"]
+    assert real != "absent"
+    assert_every_rank_exit_2(result, [f"torch {real} on rank 0 but 0.0.0-other on rank 1"])
