@@ -38,7 +38,7 @@ from torch.nn import functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gnnscale.comm import init  # noqa: E402
-from gnnscale.models import count_parameters, resnet_small, resnet_small_fc  # noqa: E402
+from gnnscale.cnn import count_parameters, resnet_small, resnet_small_fc  # noqa: E402
 from gnnscale.parallel import DataParallel  # noqa: E402
 
 MODELS = {"resnet_small": resnet_small, "resnet_small_fc": resnet_small_fc}

@@ -35,7 +35,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gnnscale.comm import BACKENDS, init  # noqa: E402
-from gnnscale.models import ResNet, count_parameters  # noqa: E402
+from gnnscale.cnn import ResNet, count_parameters  # noqa: E402
 from gnnscale.parallel import (LARS, DataParallel, autocast,  # noqa: E402
                                label_smoothing_cross_entropy, scaled_lr, warmup_schedule)
 

@@ -7,7 +7,7 @@ import torch
 from torch.nn import functional as F
 
 from gnnscale.comm import init
-from gnnscale.models import ResNet
+from gnnscale.cnn import ResNet
 from gnnscale.parallel import DataParallel
 
 

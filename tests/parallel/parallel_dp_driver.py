@@ -16,7 +16,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from gnnscale.comm import init
-from gnnscale.models import ResNet
+from gnnscale.cnn import ResNet
 from gnnscale.parallel import DataParallel
 from gnnscale.parallel.compression import TOLERANCE
 

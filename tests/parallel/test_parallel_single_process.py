@@ -9,7 +9,7 @@ from torch.nn import functional as F
 
 from gnnscale.comm import SingleCommunicator
 from gnnscale.comm.base import Work
-from gnnscale.models import ResNet, count_parameters, resnet_small, resnet_small_fc
+from gnnscale.cnn import ResNet, count_parameters, resnet_small, resnet_small_fc
 from gnnscale.parallel import (LARS, DataParallel, autocast, compress, decompress,
                                fit_latency_bandwidth, label_smoothing_cross_entropy, scaled_lr,
                                warmup_factor, warmup_schedule)

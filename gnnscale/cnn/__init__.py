@@ -1,4 +1,5 @@
-"""Model definitions for data-parallel CNN training (the GNN layers live in gnnscale.nn)."""
+"""Convolutional networks (ResNets) for data-parallel CNN training (the GNN layers live in
+gnnscale.nn)."""
 
 from .resnet import (BasicBlock, ResNet, count_parameters, make_norm, resnet_small,
                      resnet_small_fc)
