@@ -92,11 +92,9 @@ def outputs(args) -> list[tuple]:
 
 def model_spec(args, data):
     """The :class:`ModelSpec` that ``gnnscale train`` with the same options would build."""
-    from planning.cost_model import ModelSpec
+    from .memory_check import model_options, model_spec_of
 
-    return ModelSpec.build(args.model, max(data.num_features, 1), args.hidden,
-                           max(data.num_classes, 1), args.layers, heads=args.heads,
-                           out_heads=args.out_heads, dropout=args.dropout)
+    return model_spec_of(model_options(args), data.num_features, data.num_classes)
 
 
 def target_cluster(args, parts: int | None = None):
