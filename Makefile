@@ -21,7 +21,7 @@ DGL_HASH := $(shell { cat $(DGL_PIN); $(PYTHON) -c 'import sys; print(sys.versio
 DGL_ENV ?= $(DGL_ENV_ROOT)/dgl-env-$(DGL_HASH)
 DGL_PY := $(DGL_ENV)/bin/python
 
-.PHONY: venv demo test clean dgl-env dgl-env-path dgl-test
+.PHONY: venv demo test clean dgl-env dgl-env-path dgl-test slurm
 
 venv: $(STAMP)
 
@@ -36,9 +36,16 @@ demo: venv
 		$(BIN)/gnnscale train --dataset sbm --num-nodes 20000 --hidden 64 --epochs 100
 
 # `make test`: the main suite in .venv (a failure stops here and fails), then the DGL tests.
+# First tools/slurm.sh installs Slurm where it can (root with apt-get) for the test that runs
+# the README's batch script; where it cannot, that test skips and says why.
 test: venv
+	@bash tools/slurm.sh || true
 	PATH=$(CURDIR)/$(BIN):$$PATH OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -p no:cacheprovider --durations=25 tests
 	@$(MAKE) --no-print-directory dgl-test
+
+# Slurm for tests/cli/test_sbatch_script.py (`make test` does this itself).
+slurm:
+	@bash tools/slurm.sh
 
 dgl-env:
 	@bash tools/dgl_env.sh "$(DGL_ENV)" "$(DGL_PIN)" "$(PYTHON)"
