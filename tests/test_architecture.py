@@ -194,3 +194,81 @@ def test_import_cycles_are_found_also_through_lazy_imports_and_packages():
             "if __name__ == '__main__':\n    from .c import main\n")
     tree = _outside_main_guard(ast.parse(text))
     assert imported_modules(ast.unparse(tree), ("gnnscale", "x")) == {"os", "gnnscale.x.b"}
+
+
+MAPPED = ("gnnscale", "partitioning", "planning")
+DOC = REPO_ROOT / "docs" / "architecture.md"
+
+
+def doc_sections(text: str) -> dict:
+    """``"gnnscale/nn/"`` (a "### `gnnscale/nn/`" heading) -> the lines of its section."""
+    sections, current = {}, None
+    for line in text.splitlines():
+        if line.startswith("#"):
+            current = line.split("`")[1] if line.startswith("### `") else None
+            if current is not None:
+                sections[current] = []
+        elif current is not None:
+            sections[current].append(line)
+    return sections
+
+
+def unmapped_modules(text: str, paths) -> list:
+    """Of ``paths`` (relative, e.g. ``gnnscale/nn/conv.py``), those the map does not name: a
+    module of a package with a section (### `gnnscale/nn/`) is named by a line of that section
+    holding `conv.py` (and, inside a sub-folder, that folder's ``name/`` too); a package's
+    ``__init__.py`` by the section or its folder; any module by its whole path in `backticks`."""
+    sections = doc_sections(text)
+    subfolders = {}  # section -> the sub-folders of its package ("edge_cut/", ...)
+    for path in paths:
+        parts = Path(path).parts
+        for depth in range(1, len(parts) - 1):
+            key = "/".join(parts[:depth]) + "/"
+            subfolders.setdefault(key, set()).add(f"{parts[depth]}/")
+    missing = []
+    for path in paths:
+        parts = Path(path).parts
+        if f"`{path}`" in text:
+            continue
+        for depth in range(len(parts) - 1, 0, -1):
+            key = "/".join(parts[:depth]) + "/"
+            if key in sections:
+                inner = parts[depth:]
+                break
+        else:
+            missing.append(str(path))
+            continue
+        folders = [f"{folder}/" for folder in inner[:-1]]
+        # a line naming a file inside a sub-folder names that folder; a top-level file's none
+        others = set() if folders else subfolders.get(key, set())
+        if inner[-1] == "__init__.py":
+            named = not folders or any(folders[-1] in line for line in sections[key])
+        else:
+            named = any(f"`{inner[-1]}`" in line or f"/{inner[-1]}`" in line
+                        for line in sections[key]
+                        if all(folder in line for folder in folders)
+                        and not any(f"`{folder}" in line for folder in others))
+        if not named:
+            missing.append(str(path))
+    return missing
+
+
+def test_every_module_is_on_the_map():
+    paths = [path.relative_to(REPO_ROOT).as_posix() for top in MAPPED
+             for path in sorted((REPO_ROOT / top).rglob("*.py"))]
+    missing = unmapped_modules(DOC.read_text(), paths)
+    assert not missing, "not named in docs/architecture.md:\n" + "\n".join(missing)
+
+
+def test_a_module_off_the_map_is_found():
+    text = ("### `gnnscale/nn/`\n| `conv.py` | layers |\n| `guard/` | `a.py` |\n"
+            "### `partitioning/`\n| `edge_cut/random.py`, `block.py` | |\n"
+            "Beside: `gnnscale/threads.py`.\n")
+    paths = ["gnnscale/nn/conv.py", "gnnscale/nn/gat.py", "gnnscale/nn/guard/a.py",
+             "gnnscale/nn/guard/__init__.py", "gnnscale/nn/other/a.py",
+             "gnnscale/nn/other/__init__.py", "partitioning/edge_cut/block.py",
+             "partitioning/block.py", "gnnscale/threads.py", "gnnscale/errors.py",
+             "planning/tune.py"]
+    assert unmapped_modules(text, paths) == [
+        "gnnscale/nn/gat.py", "gnnscale/nn/other/a.py", "gnnscale/nn/other/__init__.py",
+        "partitioning/block.py", "gnnscale/errors.py", "planning/tune.py"]
