@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import socket
 import sys
 import traceback
 from contextlib import contextmanager
@@ -117,18 +118,21 @@ def agreed_failure(comm):
 
     Without this, a rank that fails to read its input would exit while the others block in
     the next collective. Errors other than user errors still propagate (and abort the job).
+    A job spread over several hosts names the failing rank's host too.
     """
     message = None
     try:
         yield
     except user_error_types() as exc:
         message = str(exc)
-    messages = comm.allgather_object(message)
-    failed = [(rank, msg) for rank, msg in enumerate(messages) if msg is not None]
+    gathered = comm.allgather_object((message, socket.gethostname()))
+    hosts = {host for _, host in gathered}
+    failed = [(rank, msg, host) for rank, (msg, host) in enumerate(gathered) if msg is not None]
     if failed:
-        rank, msg = failed[0]
-        everywhere = len(failed) == comm.size and len({m for _, m in failed}) == 1
-        raise AgreedError(msg if everywhere or comm.size == 1 else f"rank {rank}: {msg}")
+        rank, msg, host = failed[0]
+        everywhere = len(failed) == comm.size and len({m for _, m, _ in failed}) == 1
+        where = f"rank {rank} on {host}" if len(hosts) > 1 else f"rank {rank}"
+        raise AgreedError(msg if everywhere or comm.size == 1 else f"{where}: {msg}")
 
 
 def run_entry_point(func, args) -> int:

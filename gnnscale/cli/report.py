@@ -37,6 +37,8 @@ def format_time_table(final: dict) -> str:
     ranks = final.get("per_rank") or [dict(rank=0, **final["mean_time_breakdown_s"])]
     rows = [(label, [f"{r[key] * 1e3:.2f}" for r in ranks])
             for key, label in EPOCH_PARTS if key in ranks[0]]
+    if len({r.get("host") for r in ranks}) > 1:  # a job over several hosts: say which is where
+        rows.insert(0, ("host", [str(r["host"]) for r in ranks]))
     if "owned" in ranks[0]:
         rows.append(("owned / halo nodes", [f"{r['owned']}/{r['halo']}" for r in ranks]))
     out.extend(per_rank_table(ranks, rows, label_width=24))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from pathlib import Path
 
@@ -107,7 +108,7 @@ def run(args) -> int:
         return 0
     final = summarise(trainer.history, monitor=f"val_{metric}")  # every epoch, resumed or not
     measured = summarise(records)  # this process's clock: the epochs it ran
-    mine = {"rank": comm.rank, "owned": problem.graph.num_owned,
+    mine = {"rank": comm.rank, "host": socket.gethostname(), "owned": problem.graph.num_owned,
             "halo": problem.graph.num_halo, **measured["mean_time_breakdown_s"],
             "halo_bytes_per_epoch": float(np.mean([r.halo_bytes_sent for r in records])),
             "peak_rss_mb": records[-1].peak_rss_mb}
@@ -117,6 +118,8 @@ def run(args) -> int:
     per_rank = comm.allgather_object(mine)
     final["per_rank"] = per_rank
     final["ranks"] = comm.size
+    final["hosts"] = len({r["host"] for r in per_rank})
+    final["backend"] = comm.backend
     final["dense_products"] = "onednn" if uses_onednn() else "torch"  # gnnscale.nn.gemm
     writer.write(final)
     writer.close()

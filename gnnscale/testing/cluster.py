@@ -415,9 +415,25 @@ exec env -i HOME="$HOME" USER="$USER" LOGNAME="$LOGNAME" SHELL=/bin/sh LANG="${{
         """Take host ``name``'s link down (its bridge port): the host drops off the network."""
         _sh(["ip", "-n", self.switch, "link", "set", self.host(name).port, "down"])
 
-    def link_up(self, name: str) -> None:
-        """Bring host ``name``'s link back."""
-        _sh(["ip", "-n", self.switch, "link", "set", self.host(name).port, "up"])
+    def link_up(self, name: str, timeout: float = 10) -> None:
+        """Bring host ``name``'s link back; returns once both ends carry traffic again (the
+        kernel raises a veth's carrier asynchronously, up to a second later)."""
+        host = self.host(name)
+        _sh(["ip", "-n", self.switch, "link", "set", host.port, "up"])
+        deadline = time.monotonic() + timeout
+        while not all(self._operstate(ns, dev) == "UP"
+                      for ns, dev in ((host.netns, "eth0"), (self.switch, host.port))):
+            if time.monotonic() > deadline:
+                raise ClusterError(f"the link of {host.name} did not come back within {timeout} s")
+            time.sleep(0.02)
+
+    @staticmethod
+    def _operstate(netns: str, device: str) -> str:
+        shown = _sh(["ip", "-n", netns, "-j", "link", "show", device], check=False)
+        try:
+            return json.loads(shown.stdout)[0].get("operstate", "")
+        except (ValueError, IndexError):
+            return ""
 
     def link_bytes(self, name: str) -> tuple[int, int]:
         """(bytes sent, bytes received) on host ``name``'s link so far."""

@@ -62,7 +62,7 @@ def rank_facts(comm) -> dict:
     local_buffer = hierarchical.local.alloc_buffer(1024)
     local_shared = bool(getattr(hierarchical.local, "_shared", {}))
     facts = {"rank": comm.rank, "host": socket.gethostname(), "local_ranks": local_ranks(),
-             "default_threads": default_threads(), "torch_threads": torch.get_num_threads(),
+             "default_threads": default_threads(), "cpus": os.cpu_count(),
              "node": node_groups(comm)[comm.rank], "nodes": hierarchical.num_nodes,
              "local_group_size": hierarchical.local.size, "world_buffer_shared": world_shared,
              "host_buffer_shared": local_shared, "dev_shm": sorted(os.listdir("/dev/shm"))}

@@ -1,0 +1,132 @@
+"""Every multi-host claim, run across two hosts with only TCP between them (2 ranks each) and
+checked against the same job on one host.
+
+- GCN, SAGE and GAT, overlap on and off, each staleness policy (its first step the exact
+  one's), a Libra vertex cut: losses and logits within the suite's 5e-5 (cross_host_driver.py);
+- ranks per host, default threads, the hierarchical allreduce's host groups from the real host
+  names; shared memory only within a host;
+- a partition store of which each host holds only its own parts, in its own folder; a missing
+  part fails in one line naming the host and the part;
+- ``--backend torch`` (rendezvous at MASTER_ADDR, gloo) equals ``--backend mpi``;
+- gnnscale's DataParallel (MPI and torch backends) equals PyTorch's DDP across hosts.
+"""
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cluster_runs import assert_close, cora_args, cross_host, gnnscale_argv, metrics_losses
+from mpi_launch import DATASETS_ROOT, gnnscale_cli, run_python_mpi
+
+HERE = Path(__file__).parent
+DRIVER = HERE / "cross_host_driver.py"
+DDP_DRIVER = HERE / "ddp_driver.py"
+
+
+def test_training_cases_across_hosts_equal_one_host(cluster, tmp_path):
+    one = tmp_path / "one-host.npz"
+    done = run_python_mpi(4, DRIVER, [str(DATASETS_ROOT), str(one)], timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    across = tmp_path / "across.npz"
+    done = cross_host(cluster, 2, [sys.executable, str(DRIVER), str(DATASETS_ROOT), str(across)],
+                      timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    expected, actual = np.load(one), np.load(across)
+    keys = [k for k in expected.files if k != "facts"]
+    assert sorted(keys) == sorted(k for k in actual.files if k != "facts")
+    assert len(keys) == 2 * (6 + 4 + 2)  # losses and logits of every case
+    for key in keys:
+        try:
+            assert_close(actual[key], expected[key])
+        except AssertionError as error:
+            raise AssertionError(f"{key}: {error}") from None
+    for policy in ("pipelined", "delayed:2", "local"):  # a policy's first step is exact
+        assert actual[f"gcn-{policy}/losses"][0] == pytest.approx(
+            actual["gcn-exact/losses"][0], rel=1e-6)
+
+    facts = json.loads(str(actual["facts"]))
+    assert [f["host"] for f in facts] == ["node0", "node0", "node1", "node1"]
+    assert [f["node"] for f in facts] == [0, 0, 1, 1]
+    for fact in facts:
+        assert fact["local_ranks"] == 2 and fact["nodes"] == 2 and fact["local_group_size"] == 2
+        assert fact["default_threads"] == max(1, fact["cpus"] // 2)  # cores / ranks on the host
+        assert fact["hierarchical_sum"] == 4.0
+        assert not fact["world_buffer_shared"]  # no shared memory across hosts
+        assert fact["host_buffer_shared"]  # but within one
+        other = "node1" if fact["host"] == "node0" else "node0"
+        assert not any(other in name for name in fact["dev_shm"]), fact["dev_shm"]
+    one_host = json.loads(str(expected["facts"]))
+    assert len({f["host"] for f in one_host}) == 1 and one_host[0]["world_buffer_shared"]
+
+
+def _store_for_hosts(cluster, store: Path) -> Path:
+    """Each host's own disk gets the manifest and the parts its ranks read (2 per host)."""
+    for index, host in enumerate(cluster.hosts):
+        target = cluster.host_disk(host.name) / "store"
+        shutil.rmtree(target, ignore_errors=True)
+        target.mkdir(parents=True)
+        shutil.copy2(store / "manifest.json", target)
+        for part in (2 * index, 2 * index + 1):
+            shutil.copy2(store / f"part-{part:05d}.npz", target)
+    return cluster.local_dir / "store"
+
+
+def test_each_host_reads_its_own_parts_from_its_own_disk(cluster, tmp_path):
+    store = tmp_path / "cora-4"
+    done = gnnscale_cli(None, ["partition", "--dataset", "cora", "--data-root",
+                               str(DATASETS_ROOT), "--parts", "4", "--out", str(store)])
+    assert done.returncode == 0, done.stderr[-2000:]
+    local = _store_for_hosts(cluster, store)
+    for index, host in enumerate(cluster.hosts):  # no host holds another's parts
+        held = sorted(p.name for p in (cluster.host_disk(host.name) / "store").glob("part-*"))
+        assert held == [f"part-{2 * index:05d}.npz", f"part-{2 * index + 1:05d}.npz"]
+
+    shared = tmp_path / "shared.jsonl"
+    done = gnnscale_cli(4, ["train", "--partitions", str(store), "--epochs", "3",
+                            "--no-progress", "--metrics-out", str(shared)])
+    assert done.returncode == 0, done.stderr[-2000:]
+    per_host = tmp_path / "per-host.jsonl"
+    done = cross_host(cluster, 2, gnnscale_argv("train", "--partitions", str(local), "--epochs",
+                                                "3", "--no-progress", "--metrics-out",
+                                                str(per_host)))
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert_close(metrics_losses(per_host), metrics_losses(shared))
+
+    (cluster.host_disk("node1") / "store" / "part-00003.npz").unlink()
+    done = cross_host(cluster, 2, gnnscale_argv("train", "--partitions", str(local), "--epochs",
+                                                "3", "--no-progress"))
+    errors = [line for line in done.stderr.splitlines() if line.startswith("gnnscale")]
+    assert done.returncode == 2 and len(errors) == 1, done.stderr[-3000:]
+    assert "rank 3 on node1" in errors[0] and "part-00003.npz" in errors[0], errors
+
+
+def test_torch_backend_across_hosts_equals_mpi_on_one_host(cluster, tmp_path):
+    mpi = tmp_path / "mpi.jsonl"
+    done = gnnscale_cli(4, cora_args("--epochs", "3", "--metrics-out", str(mpi)))
+    assert done.returncode == 0, done.stderr[-2000:]
+    torch_run = tmp_path / "torch.jsonl"
+    done = cross_host(cluster, 2, ["-x", "MASTER_ADDR=node0"] + gnnscale_argv(
+        *cora_args("--epochs", "3", "--backend", "torch", "--metrics-out", str(torch_run))))
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    summary = json.loads(torch_run.read_text().splitlines()[-1])
+    assert summary["backend"] == "torch" and summary["hosts"] == 2
+    assert [r["host"] for r in summary["per_rank"]] == ["node0", "node0", "node1", "node1"]
+    assert_close(metrics_losses(torch_run), metrics_losses(mpi))
+
+
+@pytest.mark.parametrize("backend", ["mpi", "torch"])
+def test_data_parallel_across_hosts_equals_ddp(cluster, tmp_path, backend):
+    out = tmp_path / "params.npz"
+    done = cross_host(cluster, 2, ["-x", "MASTER_ADDR=node0", "-x", "MASTER_PORT=29517",
+                                   sys.executable, str(DDP_DRIVER), backend, str(out)])
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    saved = np.load(out)
+    names = [k[len("ours/"):] for k in saved.files if k.startswith("ours/")]
+    assert names
+    for name in names:
+        np.testing.assert_allclose(saved[f"ours/{name}"], saved[f"ddp/{name}"], rtol=1e-5,
+                                   atol=1e-6, err_msg=name)
