@@ -100,8 +100,10 @@ def _on_signals(handler) -> None:
 def _run(args) -> int:
     program = _program(args)
     cluster = _cluster(args)
-    if args.hostfile and not os.path.isfile(args.hostfile):
-        raise ClusterError(f"--hostfile {args.hostfile}: no such file")
+    if args.hostfile:
+        if not os.path.isfile(args.hostfile):
+            raise ClusterError(f"--hostfile {args.hostfile}: no such file")
+        cluster.check_hostfile(args.hostfile)  # before anything is made
     stop = threading.Event()
     proc = None
 

@@ -1,0 +1,162 @@
+"""The virtual cluster itself: hosts that look like separate machines, shaped links, clean
+teardown (normal exit, Ctrl-C, a killed owner), and bad input refused in one line with nothing
+left behind."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from gnnscale.testing.cluster import (PREFIX, STATE_ROOT, ClusterError, ClusterUnavailable,
+                                      VirtualCluster, check_available, parse_rate)
+from gnnscale.testing.link_probe import measure
+
+CLI = [sys.executable, "-m", "gnnscale.testing.cluster"]
+
+
+def namespaces(name: str) -> list[str]:
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return [line.split()[0] for line in listed.splitlines()
+            if line.startswith(f"{PREFIX}{name}-")]
+
+
+def left_behind(name: str) -> list[str]:
+    return namespaces(name) + ([str(STATE_ROOT / name)] if (STATE_ROOT / name).exists() else [])
+
+
+def one_error_line(done: subprocess.CompletedProcess) -> str:
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, (done.returncode, done.stderr)
+    assert lines[0].startswith("gnnscale.testing.cluster: error: "), lines
+    return lines[0]
+
+
+def test_rates_are_parsed_or_refused():
+    assert parse_rate("10mbit") == 10_000_000
+    assert parse_rate("2.5Gbit") == 2_500_000_000
+    for bad in ("fast", "10", "-5mbit", "0gbit", "10mbps", "1bit"):
+        with pytest.raises(ClusterError):
+            parse_rate(bad)
+
+
+def test_without_the_tools_it_says_what_is_missing(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(ClusterUnavailable, match="ip, tc, unshare, nsenter not found"):
+        check_available()
+
+
+def test_hosts_are_separate_machines_on_one_bridge(cluster):
+    seen = {}
+    for host in cluster.hosts:
+        probe = ("import os, socket; open('/dev/shm/gnnscale-vc-test', 'w').write(socket."
+                 "gethostname()); print(socket.gethostname(), socket.gethostbyname("
+                 "'node0'), socket.gethostbyname('node1'), sorted(os.listdir('/dev/shm')), "
+                 f"sorted(os.listdir({str(cluster.local_dir)!r})))")
+        (cluster.host_disk(host.name) / f"only-on-{host.name}").write_text("")
+        done = cluster.run(host.name, [sys.executable, "-c", probe], timeout=60)
+        assert done.returncode == 0, done.stderr
+        seen[host.name] = done.stdout.split(" ", 3)
+        (cluster.host_disk(host.name) / f"only-on-{host.name}").unlink()
+    for host in cluster.hosts:
+        name, node0, node1, rest = seen[host.name]
+        assert name == host.name and (node0, node1) == ("198.18.0.1", "198.18.0.2")
+        assert rest.strip() == f"['gnnscale-vc-test'] ['only-on-{host.name}']"  # own shm, disk
+    assert not os.path.exists("/dev/shm/gnnscale-vc-test")  # the machine's own is untouched
+
+
+def test_a_shaped_link_holds_its_rate(cluster):
+    cluster.set_rate("node0", "100mbit")
+    try:
+        shaped = measure(cluster, megabytes=4)
+        shown = subprocess.run(["tc", "-n", cluster.hosts[0].netns, "qdisc", "show", "dev",
+                                "eth0"], capture_output=True, text=True).stdout
+    finally:
+        cluster.set_rate("node0", None)
+    assert "tbf" in shown and "100Mbit" in shown, shown
+    # an upper bound only: a token bucket cannot pass more than its rate (plus one bucket)
+    assert shaped["bandwidth_Bps"] * 8 < 1.25e8, shaped
+    assert 0 < shaped["latency_s"] < 0.05, shaped
+
+
+def test_run_brings_a_cluster_up_runs_across_it_and_removes_it(tmp_path):
+    name = f"t{os.getpid()}run"
+    done = subprocess.run(CLI + ["run", "--hosts", "2", "--ranks-per-host", "1", "--name", name,
+                                 "--rate", "node1=1gbit", "--", "hostname"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert sorted(done.stdout.split()) == ["node0", "node1"]
+    assert left_behind(name) == []
+
+
+def test_ctrl_c_on_up_removes_everything():
+    name = f"t{os.getpid()}up"
+    up = subprocess.Popen(CLI + ["up", "--hosts", "2", "--name", name], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+    try:
+        assert "is up" in up.stdout.readline()
+        assert len(namespaces(name)) == 3  # two hosts and the switch
+        ran = subprocess.run(CLI + ["exec", name, "node1", "--", "hostname"],
+                             capture_output=True, text=True, timeout=60)
+        assert ran.stdout.strip() == "node1", ran.stderr
+        up.send_signal(signal.SIGINT)
+        out, err = up.communicate(timeout=60)
+    finally:
+        if up.poll() is None:
+            up.kill()
+    assert up.returncode == 0, err
+    assert "is down" in out and left_behind(name) == []
+
+
+def test_a_killed_owner_leaves_what_the_next_cluster_removes():
+    name = f"t{os.getpid()}kill"
+    up = subprocess.Popen(CLI + ["up", "--hosts", "2", "--name", name], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+    assert "is up" in up.stdout.readline()
+    up.kill()  # SIGKILL: no chance to clean up
+    up.communicate()
+    assert len(namespaces(name)) == 3
+    with VirtualCluster(hosts=1, name=f"t{os.getpid()}next"):
+        assert left_behind(name) == []
+
+
+def test_bad_input_is_one_line_and_leaves_nothing(tmp_path):
+    name = f"t{os.getpid()}bad"
+    for argv, words in [
+            (["run", "--rate", "fast", "--name", name, "--", "hostname"], "not a link rate"),
+            (["run", "--rate", "node1=10", "--name", name, "--", "hostname"], "not a link rate"),
+            (["run", "--hosts", "0", "--name", name, "--", "hostname"], "hosts must be"),
+            (["run", "--name", "Bad_Name", "--", "hostname"], "cluster name"),
+            (["run", "--name", name], "no program given"),
+            (["exec", "nosuch", "node0", "--", "hostname"], "no virtual cluster named")]:
+        done = subprocess.run(CLI + argv, capture_output=True, text=True, timeout=60)
+        assert words in one_error_line(done), (argv, done.stderr)
+        assert left_behind(name) == []
+
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text("node0 slots=1\nnode7 slots=1\n")
+    done = subprocess.run(CLI + ["run", "--name", name, "--hostfile", str(hostfile), "--",
+                                 "hostname"], capture_output=True, text=True, timeout=60)
+    assert "host 'node7' is not in cluster" in one_error_line(done)
+    assert left_behind(name) == []
+
+    with VirtualCluster(hosts=1, name=name):  # a name already in use
+        done = subprocess.run(CLI + ["run", "--name", name, "--", "hostname"],
+                              capture_output=True, text=True, timeout=60)
+        assert "already up" in one_error_line(done)
+        assert len(namespaces(name)) == 2
+    assert left_behind(name) == []
+
+
+def test_without_privileges_it_says_so_in_one_line():
+    if subprocess.run(["which", "setpriv"], capture_output=True).returncode != 0:
+        pytest.skip("setpriv (util-linux) is not installed")
+    done = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
+                           "--inh-caps=-all", *CLI, "run", "--name", "nopriv", "--", "hostname"],
+                          capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "HOME": "/tmp"})
+    line = one_error_line(done)
+    assert "needs root" in line or "cannot create a virtual cluster" in line, line
+    assert left_behind("nopriv") == []
