@@ -5,7 +5,8 @@
 - ``"mpi"`` (:mod:`.mpi`): mpi4py; CPU tensors; a threaded ring for large allreduces.
 - ``"torch"`` (:mod:`.torch_dist`): torch.distributed, gloo on CPU and NCCL on GPU.
 - ``"single"`` (:mod:`.single`): a world of one, so every code path runs in plain ``python``.
-- ``"auto"``: MPI under ``mpirun``/``mpiexec``/``srun``, torch under ``torchrun``, else single.
+- ``"auto"``: MPI under ``mpirun``/``mpiexec``/``srun``, torch under ``torchrun``, else single;
+  under ``srun`` with an MPI that is not wired to Slurm (MPI sees a world of one), torch.
 
 Hierarchical allreduce over node groups is :class:`HierarchicalCommunicator`. How launchers are
 recognised is documented in :mod:`.launch`; how hangs are avoided in :mod:`.guard`.
@@ -49,9 +50,22 @@ def init(backend: str = "auto", *, timeout: float | None = None, check: bool | N
         raise CommError(f"unknown communication backend {backend!r}; choose one of "
                         f"{', '.join(BACKENDS)}")
     launch = detect_launch()
+    requested = backend
     if backend == "auto":
         backend = {"mpi": "mpi", "slurm": "mpi", "torchrun": "torch"}.get(launch.launcher,
                                                                           "single")
+    if backend == "mpi" and launch.launcher == "slurm" and launch.size > 1:
+        seen = _mpi_world_size()
+        if seen is not None and seen != launch.size:
+            # srun started the tasks, but this MPI is not wired to Slurm (no PMI): each task
+            # would be a world of one and train alone
+            if requested == "auto":
+                backend = "torch"  # the tasks meet over TCP instead (see .launch)
+            else:
+                raise CommError(f"srun started {launch.size} tasks but MPI sees a world of "
+                                f"{seen}: this MPI is not wired to Slurm; use backend 'torch' "
+                                "(--backend torch), or srun --mpi=pmix with an MPI built for "
+                                "Slurm")
     if backend == "single":
         if launch.size > 1:
             raise CommError(f"backend 'single' was asked for, but the launcher started "
@@ -72,3 +86,12 @@ def init(backend: str = "auto", *, timeout: float | None = None, check: bool | N
     if comm.size > 1:
         install_failure_handler(comm.rank, comm.guard.board, comm.abort_job)
     return comm
+
+
+def _mpi_world_size() -> int | None:
+    """How many ranks MPI's world holds (None when mpi4py cannot load an MPI library)."""
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        return None
+    return MPI.COMM_WORLD.Get_size()
