@@ -76,25 +76,29 @@ def download_dataset(name: str, root, *, base_url: str | None = None, progress: 
         raise DataError(f"cannot create {staging.parent} ({exc.strerror or exc})") from None
     try:
         with _locked(root / STAGING / f"{entry.name}.lock"):
-            if installed(entry, root):
-                return final
-            for file in entry.files:
-                fetch(entry.url(file, base_url), staging / file.target, sha256=file.sha256,
-                      progress=progress, timeout=timeout)
-            if entry.archive_folder is not None:
-                _install_archive(entry, staging, root)
-            else:
-                _install_files(staging, root)
-            shutil.rmtree(staging, ignore_errors=True)
-    finally:  # a failure keeps partial files to resume from, and nothing else
-        _remove_empty_folders(staging, [staging, *created])
+            try:
+                if installed(entry, root):
+                    return final
+                for file in entry.files:
+                    fetch(entry.url(file, base_url), staging / file.target,
+                          sha256=file.sha256, progress=progress, timeout=timeout)
+                if entry.archive_folder is not None:
+                    _install_archive(entry, staging, root)
+                else:
+                    _install_files(staging, root)
+                shutil.rmtree(staging, ignore_errors=True)
+            finally:  # a failure keeps partial files to resume from, and nothing else
+                _remove_empty_folders(staging, [staging])  # under the lock: no one writes
+    finally:
+        _remove_empty_folders(staging.parent, [staging.parent, *created])
     return final
 
 
 def _remove_empty_folders(top: Path, folders) -> None:
     """Remove the empty folders under ``top`` (deepest first), then those of ``folders`` that
-    are empty (innermost first); folders holding anything stay."""
-    if top.is_dir():
+    are empty (innermost first); folders holding anything stay (``STAGING`` holds the lock
+    files of downloads in progress)."""
+    if top.is_dir() and top.name != STAGING:
         for path, _, _ in sorted(os.walk(top), key=lambda entry: -len(entry[0])):
             with contextlib.suppress(OSError):
                 os.rmdir(path)
@@ -229,7 +233,11 @@ def _locked(path: Path):
     import fcntl
 
     while True:
-        handle = path.open("a")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            handle = path.open("a")
+        except FileNotFoundError:  # the folder went empty and was removed: make it again
+            continue
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             current = os.path.samestat(os.fstat(handle.fileno()), os.stat(path))
