@@ -10,6 +10,38 @@ EPOCH_PARTS = (("compute_s", "compute (fwd + bwd)"), ("halo_wait_s", "halo wait"
                ("eval_s", "evaluation"))
 
 
+def run_summary(trainer, records, metric: str) -> dict:
+    """The summary record of a run (collective: every rank's figures are gathered): the best
+    epoch by ``val_<metric>`` over every epoch of ``trainer.history`` (resumed or not), then
+    ``per_rank``: each rank's host, nodes, time split, halo bytes and peak memory over the
+    epochs this process ran (``records``, on its own clock), ``--profile``'s probes averaged;
+    the number of ranks and hosts, the backend and the dense products' library."""
+    import socket
+
+    import numpy as np
+
+    from ..engine import summarise
+    from ..nn.gemm import uses_onednn
+
+    comm, graph = trainer.comm, trainer.problem.graph
+    final = summarise(trainer.history, monitor=f"val_{metric}")
+    measured = summarise(records)
+    mine = {"rank": comm.rank, "host": socket.gethostname(), "owned": graph.num_owned,
+            "halo": graph.num_halo, **measured["mean_time_breakdown_s"],
+            "halo_bytes_per_epoch": float(np.mean([r.halo_bytes_sent for r in records])),
+            "peak_rss_mb": records[-1].peak_rss_mb}
+    probes = [r.profile for r in records if r.profile]
+    if probes:
+        mine.update({k: float(np.mean([p[k] for p in probes])) for k in probes[0]})
+    per_rank = comm.allgather_object(mine)
+    final["per_rank"] = per_rank
+    final["ranks"] = comm.size
+    final["hosts"] = len({r["host"] for r in per_rank})
+    final["backend"] = comm.backend
+    final["dense_products"] = "onednn" if uses_onednn() else "torch"  # gnnscale.nn.gemm
+    return final
+
+
 def format_header(description: str, args, num_ranks: int, method: str,
                   partition_summary=None) -> str:
     """What is about to run: graph, model, ranks and partition quality."""

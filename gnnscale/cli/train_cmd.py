@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import os
-import socket
 import sys
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from ..errors import UsageError
@@ -17,7 +15,7 @@ from .build import build_trainer, check_build_arguments
 from . import memory_check
 from .common import agreed_failure, formatter, interrupted, say
 from .progress import print_line, progress_bar
-from .report import format_profile_table, format_time_table
+from .report import format_profile_table, format_time_table, run_summary
 
 
 def add_parser(subparsers) -> None:
@@ -63,8 +61,7 @@ def check_arguments(args) -> None:
 
 def run(args) -> int:
     from .. import comm as comm_module
-    from ..engine import MetricsWriter, summarise, write_predictions
-    from ..nn.gemm import uses_onednn
+    from ..engine import MetricsWriter, write_predictions
     from ..threads import default_threads
 
     torch.set_num_threads(args.threads or default_threads())
@@ -106,26 +103,12 @@ def run(args) -> int:
         say(f"nothing to do: the checkpoint is already at epoch {trainer.epoch} of {args.epochs}")
         writer.close()
         return 0
-    final = summarise(trainer.history, monitor=f"val_{metric}")  # every epoch, resumed or not
-    measured = summarise(records)  # this process's clock: the epochs it ran
-    mine = {"rank": comm.rank, "host": socket.gethostname(), "owned": problem.graph.num_owned,
-            "halo": problem.graph.num_halo, **measured["mean_time_breakdown_s"],
-            "halo_bytes_per_epoch": float(np.mean([r.halo_bytes_sent for r in records])),
-            "peak_rss_mb": records[-1].peak_rss_mb}
-    probes = [r.profile for r in records if r.profile]
-    if probes:
-        mine.update({k: float(np.mean([p[k] for p in probes])) for k in probes[0]})
-    per_rank = comm.allgather_object(mine)
-    final["per_rank"] = per_rank
-    final["ranks"] = comm.size
-    final["hosts"] = len({r["host"] for r in per_rank})
-    final["backend"] = comm.backend
-    final["dense_products"] = "onednn" if uses_onednn() else "torch"  # gnnscale.nn.gemm
+    final = run_summary(trainer, records, metric)
     writer.write(final)
     writer.close()
     say(format_time_table(final))
     if args.profile:
-        say(format_profile_table(per_rank))
+        say(format_profile_table(final["per_rank"]))
     if args.plot and comm.rank == 0:
         from .plot_cmd import plot_records
 

@@ -49,3 +49,29 @@ def test_narrow_numbers_keep_ten_character_columns():
     text = format_time_table(_final([_rank(0, 10, 5), _rank(1, 12, 3)]))
     line = next(line for line in text.splitlines() if line.startswith("owned / halo nodes"))
     assert line == f"{'owned / halo nodes':24s}{'10/5':>10s}{'12/3':>10s}"
+
+
+def test_the_run_summary_holds_every_ranks_figures():
+    import socket
+
+    import numpy as np
+
+    from gnnscale.cli.report import run_summary
+    from gnnscale.comm.single import SingleCommunicator
+    from gnnscale.data import generate_sbm
+    from gnnscale.engine import LocalProblem, Trainer
+    from gnnscale.nn import GNN
+
+    data = generate_sbm(num_nodes=200, seed=3)
+    comm = SingleCommunicator()
+    problem = LocalProblem.from_graph_data(data, np.zeros(data.num_nodes, np.int64), comm)
+    trainer = Trainer(GNN("gcn", problem.num_features, 8, problem.num_classes), problem, comm)
+    records = trainer.fit(3)
+    final = run_summary(trainer, records, "acc")
+    assert final["epochs"] == 3 and final["ranks"] == 1 and final["hosts"] == 1
+    assert final["monitor"] == "val_acc" and final["dense_products"] in ("onednn", "torch")
+    [mine] = final["per_rank"]
+    assert mine["rank"] == 0 and mine["host"] == socket.gethostname()
+    assert mine["owned"] == 200 and mine["halo"] == 0
+    assert {"halo_bytes_per_epoch", "peak_rss_mb", *TIME_PARTS} <= set(mine)
+    assert "owned / halo nodes" in format_time_table(final)
