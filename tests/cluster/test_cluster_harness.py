@@ -160,3 +160,25 @@ def test_without_privileges_it_says_so_in_one_line():
     line = one_error_line(done)
     assert "needs root" in line or "cannot create a virtual cluster" in line, line
     assert left_behind("nopriv") == []
+
+
+def test_the_docs_commands_run_as_written(tmp_path):
+    """docs/virtual-cluster.md's `run` command and its Python example, as a user would type
+    them in the checkout (epochs capped by GNNSCALE_MAX_EPOCHS, as the README test does)."""
+    import re
+
+    from mpi_launch import REPO_ROOT, mpi_env
+
+    page = (REPO_ROOT / "docs" / "virtual-cluster.md").read_text()
+    shell = re.findall(r"^```bash\n(.*?)^```", page, flags=re.S | re.M)[0].replace("\\\n", "")
+    command = next(line for line in shell.splitlines() if line.startswith("python") and " run " in line)
+    env = mpi_env({"GNNSCALE_MAX_EPOCHS": "2"})
+    done = subprocess.run(command, shell=True, cwd=REPO_ROOT, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "done: 2 epochs" in done.stdout and "node1" in done.stdout
+    example = re.findall(r"^```python\n(.*?)^```", page, flags=re.S | re.M)[0]
+    done = subprocess.run([sys.executable, "-c", example], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "done: 2 epochs" in done.stdout
