@@ -130,3 +130,14 @@ def test_data_parallel_across_hosts_equals_ddp(cluster, tmp_path, backend):
     for name in names:
         np.testing.assert_allclose(saved[f"ours/{name}"], saved[f"ddp/{name}"], rtol=1e-5,
                                    atol=1e-6, err_msg=name)
+
+
+def test_cnn_example_runs_across_hosts(cluster, tmp_path):
+    example = Path(__file__).resolve().parents[2] / "examples" / "cnn_data_parallel.py"
+    records = tmp_path / "records.json"
+    done = cross_host(cluster, 2, [sys.executable, str(example), "--steps", "3", "--batch-size",
+                                   "4", "--log-every", "1", "--json", str(records)],
+                      env={"GNNSCALE_CACHE_DIR": str(tmp_path)})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    assert "on 4 rank(s), backend mpi" in done.stdout
+    assert len(json.loads(records.read_text())["records"]) == 3
