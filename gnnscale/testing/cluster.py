@@ -160,20 +160,28 @@ def _owner(name: str, state_root: Path) -> int | None:
         return None
 
 
-def _remove(namespaces: list[str], folder: Path | None) -> None:
-    """Kill every process inside ``namespaces``, delete them (and their links), and the folder."""
+def _netns_pids(netns: str) -> list[int]:
+    return [int(p) for p in _sh(["ip", "netns", "pids", netns], check=False).stdout.split()]
+
+
+def _kill_until_gone(list_pids) -> None:
+    """SIGKILL whatever ``list_pids()`` names until it names nothing (three rounds at most:
+    a process can fork while it is being killed)."""
     for _ in range(3):
-        pids = set()
-        for ns in namespaces:
-            pids.update(int(p) for p in _sh(["ip", "netns", "pids", ns], check=False).stdout.split())
+        pids = list_pids()
         if not pids:
-            break
+            return
         for pid in pids:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
         time.sleep(0.1)
+
+
+def _remove(namespaces: list[str], folder: Path | None) -> None:
+    """Kill every process inside ``namespaces``, delete them (and their links), and the folder."""
+    _kill_until_gone(lambda: [pid for ns in namespaces for pid in _netns_pids(ns)])
     for ns in namespaces:
         _sh(["ip", "netns", "del", ns], check=False)
     if folder is not None:
@@ -208,7 +216,7 @@ class Host:
 
 class VirtualCluster:
     """``hosts`` hosts on a private bridge; ``rate`` (e.g. ``"1gbit"``) for every link, or a
-    ``{host name: rate}`` mapping; ``cores_per_host`` pins each host to its own cores (disjoint
+    ``{host name: rate}`` mapping (key ``"*"``: every host not named); ``cores_per_host`` pins each host to its own cores (disjoint
     where there are enough, else shared round-robin), like separate machines; ``name`` makes the
     cluster's namespaces and folder unique (default: from this process's id)."""
 
@@ -244,10 +252,12 @@ class VirtualCluster:
         if rate is None or isinstance(rate, (str, int)):
             bits = None if rate is None else (rate if isinstance(rate, int) else parse_rate(rate))
             return {h.name: bits for h in self.hosts}
-        rates = {h.name: None for h in self.hosts}
-        for host, value in dict(rate).items():
-            rates[self.host(host).name] = parse_rate(value) if isinstance(value, str) else value
-        return rates
+        given = dict(rate)
+        every = given.pop("*", None)  # "*": every host not named
+        rates = {h.name: every for h in self.hosts}
+        rates.update({self.host(host).name: value for host, value in given.items()})
+        return {host: parse_rate(value) if isinstance(value, str) else value
+                for host, value in rates.items()}
 
     def host(self, name: str) -> Host:
         """The host called ``name`` (or with that address)."""
@@ -545,22 +555,12 @@ exec env -i HOME="$HOME" USER="$USER" LOGNAME="$LOGNAME" SHELL=/bin/sh LANG="${{
         """Kill every process on every host but the ones holding the hosts (what a failed or
         cut-off job left behind), as rebooting a node would."""
         holders = {int((self.folder / f"{h.name}.pid").read_text()) for h in self.hosts}
-        for _ in range(3):
-            left = [pid for h in self.hosts for pid in self.processes(h.name)
-                    if pid not in holders]
-            if not left:
-                return
-            for pid in left:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            time.sleep(0.1)
+        _kill_until_gone(lambda: [pid for h in self.hosts for pid in self.processes(h.name)
+                                  if pid not in holders])
 
     def processes(self, host: str) -> list[int]:
         """The ids of every process now running on ``host`` (its holder included)."""
-        done = _sh(["ip", "netns", "pids", self.host(host).netns], check=False)
-        return [int(p) for p in done.stdout.split()]
+        return _netns_pids(self.host(host).netns)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ import subprocess
 import sys
 import threading
 
-from .cluster import (MAX_HOSTS, STATE_ROOT, ClusterError, VirtualCluster, clean_leftovers,
+from .cluster import (STATE_ROOT, ClusterError, VirtualCluster, clean_leftovers,
                       parse_rate)
 
 
@@ -42,8 +42,7 @@ def _rates(values: list[str]):
             every = rate
     if not per_host:
         return every
-    return {**({} if every is None else {f"node{i}": every for i in range(MAX_HOSTS)}),
-            **per_host}
+    return {"*": every, **per_host}
 
 
 def _parser() -> argparse.ArgumentParser:

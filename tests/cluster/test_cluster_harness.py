@@ -42,6 +42,18 @@ def test_rates_are_parsed_or_refused():
             parse_rate(bad)
 
 
+def test_rates_for_every_host_and_for_one():
+    from gnnscale.testing.cluster_cli import _rates
+
+    made = VirtualCluster(hosts=3, rate=_rates(["1gbit", "node1=10mbit"]))
+    assert made.rates == {"node0": 10**9, "node1": 10**7, "node2": 10**9}
+    assert VirtualCluster(hosts=2, rate="100mbit").rates == {"node0": 10**8, "node1": 10**8}
+    assert VirtualCluster(hosts=2, rate={"node0": "1gbit"}).rates == {"node0": 10**9,
+                                                                      "node1": None}
+    with pytest.raises(ClusterError, match="no host 'node5'"):
+        VirtualCluster(hosts=2, rate={"node5": "1gbit"})
+
+
 def test_without_the_tools_it_says_what_is_missing(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(ClusterUnavailable, match="ip, tc, unshare, nsenter not found"):
