@@ -35,13 +35,19 @@ demo: venv
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/mpirun -n 4 --oversubscribe -x OMP_NUM_THREADS=1 \
 		$(BIN)/gnnscale train --dataset sbm --num-nodes 20000 --hidden 64 --epochs 100
 
-# `make test`: the main suite in .venv (a failure stops here and fails), then the DGL tests.
+# `make test`: the main suite in .venv (a failure stops here and fails), then the DGL tests;
+# pytest lists the 10 slowest tests, and the last line is the total time.
 # First tools/slurm.sh installs Slurm where it can (root with apt-get) for the test that runs
 # the README's batch script; where it cannot, that test skips and says why.
+# ($(MAKE) stays on a line of its own: `make -n test` runs such a line.)
+MAKE_START := $(shell date +%s)
+ELAPSED = $$(( $$(date +%s) - $(MAKE_START) )) s
 test: venv
 	@bash tools/slurm.sh || true
-	PATH=$(CURDIR)/$(BIN):$$PATH OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -p no:cacheprovider --durations=25 tests
-	@$(MAKE) --no-print-directory dgl-test
+	PATH=$(CURDIR)/$(BIN):$$PATH OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -p no:cacheprovider \
+		--durations=10 tests || { echo "make test: FAILED after $(ELAPSED)"; exit 1; }
+	@$(MAKE) --no-print-directory dgl-test || { echo "make test: FAILED after $(ELAPSED)"; exit 1; }
+	@echo "make test: passed in $(ELAPSED)"
 
 # Slurm for tests/cli/test_sbatch_script.py (`make test` does this itself).
 slurm:
