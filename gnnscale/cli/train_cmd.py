@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -83,16 +84,23 @@ def run(args) -> int:
     writer = MetricsWriter(args.metrics_out, comm,
                            start=[r.to_json() for r in trainer.history])
     saved = [resumed_from] if resumed_from else []  # epochs of the checkpoints on disk
+    def _stop(signum, frame):
+        raise KeyboardInterrupt
+    # Open MPI's launcher passes Ctrl-C on to the ranks as SIGTERM: training stops as for Ctrl-C
+    on_term = signal.signal(signal.SIGTERM, _stop) if comm.size > 1 else None
     try:
         records = _train_with_progress(trainer, args, comm, writer, metric, saved)
     except BaseException as exc:
         if not interrupted(exc):
             raise
-        writer.close()  # Ctrl-C: say where training stopped and how to go on
-        if comm.rank == 0:
-            print(interrupted_line(args, trainer.epoch, saved[-1] if saved else None,
-                                   comm.size), file=sys.stderr, flush=True)
+        if comm.rank == 0:  # Ctrl-C: say where training stopped and how to go on
+            tell_user(interrupted_line(args, trainer.epoch, saved[-1] if saved else None,
+                                       comm.size), launched=comm.size > 1)
+        writer.close()
         raise KeyboardInterrupt from None
+    finally:
+        if on_term is not None:
+            signal.signal(signal.SIGTERM, on_term)
     if problem.graph.staleness is not None:
         problem.graph.staleness.close()  # complete exchanges still in flight (collective)
     if args.predictions_out:
@@ -115,6 +123,20 @@ def run(args) -> int:
         plot_records([r.to_json() for r in trainer.history] + [final], args.plot)
         say(f"plot written to {args.plot}")
     return 0
+
+
+def tell_user(line: str, launched: bool) -> None:
+    """Print ``line`` on stderr; under a launcher (``launched``) on the terminal instead where
+    there is one: Open MPI's launcher answers Ctrl-C by killing the ranks within a moment and
+    no longer forwards what they print."""
+    if launched:
+        try:
+            with open("/dev/tty", "w") as terminal:
+                terminal.write(line + "\n")
+            return
+        except OSError:  # no terminal (a batch job, a test): stderr as usual
+            pass
+    print(line, file=sys.stderr, flush=True)
 
 
 def interrupted_line(args, completed: int, checkpoint: int | None, ranks: int) -> str:

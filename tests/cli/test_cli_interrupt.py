@@ -4,11 +4,16 @@ During training the run stops with exit code 130 and one line saying the epoch i
 the last checkpoint and the command that continues from it; while modules are still loading
 it stops with code 130 and no traceback.
 
-(Under ``mpirun``, Open MPI 5's launcher answers Ctrl-C by sending its ranks SIGTERM and
-killing them tens of milliseconds later, no longer forwarding what they print: there is
-nothing a rank can say there, so no case runs under it.)
+Under ``mpirun`` (Open MPI 5), Ctrl-C at the terminal makes the launcher send its ranks
+SIGTERM and kill them a moment later, no longer forwarding what they print: rank 0 stops as
+for Ctrl-C and writes its line to the terminal. That case runs ``mpirun`` on a pseudo-terminal
+and presses Ctrl-C there; the launcher's own exit code is 1.
 """
 
+import contextlib
+import os
+import pty
+import select
 import shlex
 import signal
 import subprocess
@@ -18,7 +23,7 @@ import time
 import pytest
 
 from gnnscale.engine.checkpoint import read_checkpoint
-from mpi_launch import REPO_ROOT, mpi_env
+from mpi_launch import REPO_ROOT, mpi_env, mpirun_path
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -103,3 +108,58 @@ def test_the_console_entry_point_module_loads_no_heavy_modules():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=REPO_ROOT, check=True)
     assert done.stdout.strip() == "[]", done.stdout
+
+
+class Terminal:
+    """A command run on a pseudo-terminal, as a user starts it; what it shows is kept."""
+
+    def __init__(self, argv, cwd):
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:  # the child
+            os.chdir(cwd)
+            os.execve(argv[0], argv, mpi_env())
+        self.shown = bytearray()
+
+    def read_until(self, done, seconds) -> bool:
+        """Collect output until ``done()`` (True) or the command exits or time is up
+        (False)."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if done():
+                return True
+            if select.select([self.fd], [], [], 0.1)[0]:
+                try:
+                    chunk = os.read(self.fd, 4096)
+                except OSError:  # closed: every process on it has exited
+                    return False
+                self.shown.extend(chunk)
+        return False
+
+    def close(self) -> str:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+        os.waitpid(self.pid, 0)
+        os.close(self.fd)
+        return self.shown.decode(errors="replace").replace("\r", "")
+
+
+def test_ctrl_c_at_the_terminal_under_mpirun_says_where_it_stopped(tmp_path):
+    metrics = tmp_path / "m.jsonl"
+    args = [*TRAIN, "--metrics-out", str(metrics), "--checkpoint-dir", "ck",
+            "--checkpoint-every", "3"]
+    terminal = Terminal([mpirun_path(), "-n", "2", "--oversubscribe", sys.executable, "-m",
+                         "gnnscale", *args], tmp_path)
+    try:
+        started = terminal.read_until(
+            lambda: metrics.is_file() and len(metrics.read_text().splitlines()) >= 7, 240)
+        assert started, terminal.shown.decode(errors="replace")
+        os.write(terminal.fd, b"\x03")  # Ctrl-C
+        terminal.read_until(lambda: False, 20)
+    finally:
+        text = terminal.close()
+    lines = [line for line in text.splitlines() if "interrupted in epoch" in line]
+    assert len(lines) == 1, text  # rank 0 only
+    saved = read_checkpoint(tmp_path / "ck")["epoch"]
+    assert f"last checkpoint ck/latest.pt after epoch {saved};" in lines[0], lines[0]
+    command = shlex.join(["mpirun", "-n", "2", "gnnscale", *args, "--resume"])
+    assert lines[0].endswith(f"; continue with: {command}"), lines[0]
