@@ -4,11 +4,9 @@ Imported first by ``gnnscale/__init__.py``: when a launcher (mpirun, torchrun) s
 ranks on this host and ``NUMBA_NUM_THREADS`` is unset, it sizes the compiled kernels' thread
 pool to this rank's share of the cores *before numba starts it*. Otherwise every rank starts a
 pool of one thread per core whose idle threads spin (OpenMP threading layer) on the cores the
-other ranks need: on a quiet 2-core machine, 2 unbound ranks with full-size pools ran a Cora
-epoch in 254 ms, against 17 ms with one thread each (``NUMBA_NUM_THREADS=2 mpirun -n 2
---bind-to none -x NUMBA_NUM_THREADS gnnscale train --dataset cora`` against the same command
-without the variable; compare the summaries' mean epoch times). Set ``NUMBA_NUM_THREADS``
-yourself to choose otherwise.
+other ranks need (docs/performance.md, "Ranks against threads, and the hidden exchange", has
+what that costs and the command that measures it). Set ``NUMBA_NUM_THREADS`` yourself to
+choose otherwise.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Reading a quarter of the rows of a memory-mapped feature matrix, scattered as a partition
 scatters them, touches nearly every page of the file: each touched page counts in the process's
 resident memory (``RssFile``) for as long as the mapping lives, so every rank of a host appears
-to hold the whole file (measured: 860 MiB of a 840 MiB ``x.npy`` after gathering 25% of its rows).
+to hold the whole file (docs/large-graphs.md, "Four ranks in memory against one process").
 The pages are the host's shared page cache, but they are mapped in every rank and count in every
 rank's peak. :func:`take_rows` copies the rows window by window in file order and drops each
 window's pages from this process (``madvise(MADV_DONTNEED)``, which leaves the page cache as it

@@ -47,8 +47,8 @@ __all__ = ["DatasetShape", "plan_memory", "balanced_workload", "LOADING", "PARTI
            "format_bytes", "partitioning_cost"]
 
 #: peak resident memory of a command on a graph too small to matter (Python, torch, numpy,
-#: scipy, numba and its compiled kernels, MPI), measured on this host: ``gnnscale train`` on
-#: a 300-node graph (1 and 2 ranks: 514-528 MiB), ``gnnscale partition`` (379 MiB).
+#: scipy, numba and its compiled kernels, MPI): ``gnnscale train`` and ``gnnscale partition``
+#: on a 300-node graph (docs/planning.md, "Measured against the plan").
 BASELINE_BYTES = {"train": 520 * 2**20, "partition": 380 * 2**20}
 
 #: input layout -> transient bytes (per edge, per node) while loading, on top of the graph.
@@ -73,13 +73,10 @@ PARTITIONING = {
     "metis": (100.0, 64.0, 0.0),
     # gnnscale writes the undirected adjacency as a ParHIP file (page cache, not the process's
     # memory) through a transposed copy of the CSR; the bindings read it into their own CSR and
-    # coarsen it; the fixed part is the library and its thread pool (44-73 MiB on small graphs).
-    # Measured beyond the mapped graph, 2 threads, 4-256 parts, with and without `--balance
-    # nodes,edges` (its weights and rebalancing pass give the upper figures): R-MAT 18 (7.6M
-    # entries) 117-160 MiB, R-MAT 21 (63.5M) 631-756 MiB, R-MAT 22 (128.3M, 256 parts)
-    # 1,253 MiB: 9-11 B per entry beyond 80 MiB.
-    # Symmetric graphs (the loaders' default); a directed one's file holds up to twice its
-    # entries (4M directed random edges: 183-192 MiB)
+    # coarsen it; the fixed part is the library and its thread pool. Measured beyond the
+    # mapped graph, 2 threads, 4-256 parts, with and without `--balance nodes,edges`
+    # (docs/planning.md, "Measured against the plan"). Symmetric graphs (the loaders'
+    # default); a directed one's file holds up to twice its entries
     "kaminpar": (14.0, 64.0, 80.0 * 2**20),
     # multilevel library without a measurement here: METIS's figure (a plan errs on caution)
     "parhip": (100.0, 64.0, 0.0),
@@ -96,13 +93,11 @@ PARTITIONING = {
 #: (``gnnscale.engine.memory.retain_freed_memory``, faster steps): the holes between the step's
 #: differently sized tensors stay in the heap; what stays allocated (features, sparse blocks,
 #: weights, optimiser state, the raw features' aggregate on pages of its own) does not grow.
-#: Measured (``benchmarks/memory_plan_validation.py``, R-MAT 18, GCN and SAGE at 2 x 64,
-#: 2 x 256 and 3 x 256, dropout 0.5, 1, 2 and 4 ranks): retained minus lean peak RSS is up to
-#: 0.75 of the plan's step tensors with 2 layers (0.46 for GCN 2 x 256 in one process; 0.61 on
-#: R-MAT 21, ``benchmarks/peak_memory_vs_dgl.py``) and up to 1.8 with 3 (more tensors of
-#: different lifetimes, more holes); without dropout (``benchmarks/peak_memory_vs_dgl.py``,
-#: 2 x 256, one process) 0.83-0.85 in the committed run, the kept heap settling by whole
-#: 256 MiB blocks, so a run may land a block or two higher. The expected figure adds
+#: Retained minus lean peak RSS is measured by ``benchmarks/memory_plan_validation.py`` and
+#: ``benchmarks/peak_memory_vs_dgl.py`` (docs/planning.md, "Measured against the plan"): more
+#: with 3 layers than with 2 (more tensors of different lifetimes, more holes) and more
+#: without dropout, the kept heap settling by whole 256 MiB blocks, so a run may land a block
+#: or two higher than the committed one. The expected figure adds
 #: :data:`RETAINED_GROWTH_PER_LAYER` of them per layer after the first; whether a retained
 #: heap fits is decided with the bound of :func:`retained_growth`: :data:`RETAINED_GROWTH_BOUND` of them with 2 layers and dropout,
 #: :data:`RETAINED_GROWTH_BOUND_PER_LAYER` more per further layer and

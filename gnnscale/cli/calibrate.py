@@ -106,9 +106,8 @@ def last_level_cache_bytes() -> int:
 #: (the aggregation: features, output, CSR; the gather: table, gathered rows, output)
 PEAK_PER_WORKING_SET = 3
 #: the working set beyond the cache is at most this, whatever the cache's size: a virtual machine
-#: may report its host's last-level cache (480 MiB on the machine these figures come from),
-#: which its tenants share; the aggregation's rate per edge still falls with size beyond it
-#: (64 MiB 2.2e-10, 256 MiB 3.8e-10, 1 GiB 5.2e-10 s per edge x feature, 1 thread, 32 wide),
+#: may report its host's last-level cache, which its tenants share; the aggregation's rate
+#: per edge still falls with size beyond it (docs/planning.md, "The time model measured"),
 #: where 1 GiB arrays would take a minute and 9 GiB per thread count to calibrate
 MAX_WORKING_SET = 256 << 20
 

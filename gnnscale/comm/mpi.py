@@ -44,7 +44,7 @@ from .ring import ring_allreduce
 from .shm import SharedBuffer, shm_allreduce, shm_available
 from .worker import CommWorker
 
-RING_MIN_BYTES = 1 << 20  # below this MPI's own allreduce was faster (measured)
+RING_MIN_BYTES = 1 << 20  # MPI's own allreduce below this (benchmarks/allreduce_bench.py)
 RING_SPIN_S = 30e-6  # the communication thread shares the core with backward: spin little
 RING_YIELD_S = 2e-4
 ENV_RING_MIN_BYTES = "GNNSCALE_RING_MIN_BYTES"

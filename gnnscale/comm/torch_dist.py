@@ -79,7 +79,7 @@ def _store_over_mpi(world, timeout: float):
 
 
 class _MPISignatures:
-    """Signature allgathers on a duplicate MPI communicator (cheap: ~2 us on one node)."""
+    """Signature allgathers on a duplicate MPI communicator (one tiny allgather per call)."""
 
     def __init__(self, mpi_comm):
         self.comm = mpi_comm.Dup()

@@ -144,8 +144,8 @@ def _read_compiled(path: Path, dtype, columns: int, rows, order: str, cancel) ->
 
 @contextlib.contextmanager
 def _decompressed(path: Path, as_stream: bool = False):
-    """What the parser reads: a ``.gz`` file through ISA-L's gzip in a background thread (about
-    3x zlib's speed, and it overlaps the parsing), anything else by its path (pyarrow) or as
+    """What the parser reads: a ``.gz`` file through ISA-L's gzip in a background thread
+    (faster than zlib, and it overlaps the parsing), anything else by its path (pyarrow) or as
     an open binary file (``as_stream``)."""
     if not path.name.endswith(".gz"):
         if not as_stream:

@@ -1,7 +1,8 @@
 """The compiled kernel for header-less CSV tables of integers (edge lists, node-id lists).
 
-OGB's ``edge.csv.gz`` of a products-sized graph is 64M lines of ``src,dst``; pyarrow's streaming
-CSV reader converts them at about 135 MB/s of text on one core. :func:`parse_ints` converts a
+OGB's ``edge.csv.gz`` of a products-sized graph is 64M lines of ``src,dst``, more than
+pyarrow's streaming CSV reader converts quickly on one core (docs/large-graphs.md,
+"Ingestion"). :func:`parse_ints` converts a
 window of text with one compiled pass (digits, an optional sign, blanks around a value;
 ``\\r\\n`` line ends; blank lines skipped) straight into the int64 result, without the GIL;
 :func:`gnnscale.data.numeric_csv.parse_numeric_table` feeds it the windows.

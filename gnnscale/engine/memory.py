@@ -3,11 +3,9 @@
 Full-batch training allocates the same large activations every epoch (R-MAT scale 18 at 256
 hidden units: 268 MB each). glibc serves blocks over its mmap threshold with fresh ``mmap``
 calls and returns them to the kernel on free, so every epoch pays a page fault (and the
-kernel's zeroing) for every 4 KiB page again, some 65,000 per such tensor. On a quiet 2-core
-machine a GCN training step on that workload took 1.8 s with glibc's defaults and 0.83 s with
-this setting; ``GNNSCALE_RETAIN_MEMORY=0 python benchmarks/engine_vs_dgl.py --variants gnnscale
---models gcn`` against the same command without the variable measures it (each prints the
-median step time). :func:`retain_freed_memory` tells glibc
+kernel's zeroing) for every 4 KiB page again, some 65,000 per such tensor
+(``benchmarks/allocator_modes.py`` measures what that costs; docs/performance.md, "The
+allocator and huge pages"). :func:`retain_freed_memory` tells glibc
 to serve large blocks from its heap and never to trim it, so freed pages are reused: the
 process's resident memory stays at its peak (which the trainer reports anyway) instead of
 shrinking between epochs.
@@ -35,7 +33,7 @@ _GLIBC_DEFAULT_TRIM_THRESHOLD = 128 * 1024
 #: mallopt's -1 disables trimming (glibc reads it as SIZE_MAX); the largest positive value,
 #: 2 GiB - 1, still let the heap's top be returned and page-faulted back every step once a
 #: step freed more than 2 GiB there (R-MAT 21, 2.1M nodes x 256 floats a tensor: 2-4 GiB
-#: faulted in every other step, 8.4-9.2 s against 5.7 s)
+#: faulted in every other step; docs/large-graphs.md, "The engine tables' model on R-MAT 21")
 _NEVER_TRIM = -1
 _state = {"applied": None}
 

@@ -6,10 +6,9 @@ result equals ``add_to + A @ x`` bit for bit without an [rows, F] temporary. Eac
 is private to one thread, so no atomics; the feature loop vectorises, and the row
 ``PREFETCH_EDGES`` non-zeros ahead is prefetched (``prefetch.py``: the gathers follow no
 pattern the hardware can guess, and waiting on each row's latency left 2 threads well under
-the memory bandwidth). Measured on this project's
-R-MAT scale-18 graph (7.6M non-zeros, 2 threads): 7.5x faster than torch's MKL CSR product at
-128 features, 2x at 256. The sum runs over a row's non-zeros in CSR order, so results do not
-depend on the thread count.
+the memory bandwidth; docs/performance.md, "The aggregation kernel", has its rates and what it
+gains over torch's MKL CSR product). The sum runs over a row's non-zeros in CSR order, so
+results do not depend on the thread count.
 """
 
 from __future__ import annotations
@@ -56,8 +55,8 @@ def _csr_spmm_narrow(indptr, indices, values, x, out, ahead):  # pragma: no cove
     """:func:`_csr_spmm` for rows of :data:`NARROW_WIDTH` columns, the feature loop's trip
     count a compile-time constant: LLVM then makes it one vector operation, where with the
     width known only at run time it may vectorise for more columns than a row has and run
-    the scalar remainder instead (numba 0.60, 16-wide rows of R-MAT 18, 2 threads: 32 against
-    50 ms; numba 0.68: 28-30 against 32-34 ms)."""
+    the scalar remainder instead (docs/performance.md, "Ranks against threads, and the hidden
+    exchange", has the figures)."""
     ahead_end = indices.shape[0] - ahead if ahead > 0 else 0
     for i in prange(out.shape[0]):
         _sum_row(indptr, indices, values, x, out[i], i, NARROW_WIDTH, ahead, ahead_end)

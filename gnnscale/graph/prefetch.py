@@ -6,10 +6,9 @@ row's cache lines arrive one memory latency after the loop asks for them, and wi
 too few requests are in flight to use the memory bus. ``prefetch_row`` issues
 ``llvm.prefetch`` (a hint: no fault, no effect on results) for every cache line of one row
 of a C-contiguous 2-D array; the kernels call it for the row ``PREFETCH_EDGES`` non-zeros
-ahead. Measured with the product alone (``benchmarks/aggregation_kernel.py``, 2 threads,
-against the same product without prefetching): R-MAT 21 (2.1M rows, 65.6M non-zeros) 100-wide
-rows 1.48x (float32) and 2.06x (bf16) faster, 256-wide 1.15x and 2.00x; R-MAT 18 1.14-1.23x
-(float32) and 1.16-1.71x (bf16) at 16 to 256 columns.
+ahead. What it gains is measured with the product alone, against the same product without
+prefetching (``benchmarks/aggregation_kernel.py``; docs/performance.md, "The aggregation
+kernel").
 """
 
 from __future__ import annotations

@@ -31,8 +31,8 @@ KERNELS = ("compiled", "torch")
 _kernel = {"name": "compiled"}
 #: bf16 rows narrower than this are converted to float32 for the product: a float32 row of
 #: 16 is one 64-byte cache line, so half-width rows save no memory traffic there and the
-#: per-element conversion costs more than the two passes (R-MAT 18: 27 against 22 ms at 16
-#: columns, equal at 32, 45 against 118 ms at 64)
+#: per-element conversion costs more than the two passes (docs/performance.md, "Engine
+#: options")
 HALF_ROWS_MIN_WIDTH = 32
 #: column indices are stored as int32 below this many columns
 INT32_COLUMNS = 2**31 - 1

@@ -108,9 +108,8 @@ def edge_softmax(scores: torch.Tensor, index: torch.Tensor, num_rows: int) -> to
 #: Bytes of messages :func:`weighted_sum` forms at a time: the edges are taken in chunks whose
 #: gathered source rows take this many bytes, so no tensor of every edge's message is ever held
 #: (PyG's ``GATConv`` keeps two for backward; DGL's fused ``u_mul_e_sum`` none) and a chunk's
-#: gather, product and scatter stay in the core's cache. Measured on R-MAT 17 (GAT, 2 heads of
-#: 8, 2 threads): 1 MiB chunks train 1.3-2.3x faster than 32 MiB ones and than holding every
-#: message; 256 KiB ones lose again to the per-chunk overhead.
+#: gather, product and scatter stay in the core's cache (docs/performance.md, "How a training
+#: step runs", compares it with larger and smaller chunks).
 CHUNK_BYTES = 2**20
 #: The same on a GPU, where each chunk costs a few kernel launches and there is no core-sized
 #: cache to stay in: large enough that launches do not dominate (not tuned: no GPU here).

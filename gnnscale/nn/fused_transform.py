@@ -189,7 +189,7 @@ class _ReluDropoutLinear(torch.autograd.Function):
                 grad_pre_t = grad_pre.t()
             else:  # stored transposed, [F, rows]: the weights' gradients reduce over the
                 # rows, and oneDNN multiplies without copying when those are contiguous
-                # (SAGE on R-MAT 18, alternating: 0.97x the step; 1.02-1.03x through MKL)
+                # (docs/performance.md, "Dense products")
                 grad_pre_t = buffer[1 + need_weight].view(width, hi - lo)
                 relu_dropout_grad(*mask_args, no_values, *mask_tail, grad_pre_t.numpy())
             if need_weight:

@@ -4,19 +4,17 @@ torch multiplies float32 CPU matrices with its BLAS, MKL in the x86 wheels. MKL 
 kernels by processor vendor: on AMD processors it runs 256-bit AVX2 code even where the
 cores execute AVX-512 at full width (Zen 5: two 512-bit FMA pipes per core). oneDNN, which
 the same wheels carry for torch's bf16 and convolution paths, chooses by the instruction sets
-the processor reports. Measured on an AMD EPYC (family 26, Zen 5), 2 threads, float32
-(``python benchmarks/gemm_backends.py``): the engine's products at R-MAT 18 sizes run
-1.1-2.0x faster through oneDNN (SAGE's first layer, [205,554 x 256] x [256 x 256], 2.0x; a
-[256 x 2,048] x [2,048 x 256] block of a weight gradient 1.15x; [2,048 x 32] x [32 x 256]
-2.0x). The sums run in another order than MKL's, so results agree to float32 rounding,
+the processor reports. On an AMD EPYC (Zen 5) the engine's products run faster through oneDNN
+(``python benchmarks/gemm_backends.py``; docs/performance.md, "Dense products", has the
+figures). The sums run in another order than MKL's, so results agree to float32 rounding,
 not bit for bit.
 
 ``GNNSCALE_GEMM`` chooses (read at the first product, or by :func:`uses_onednn`, which the
 trainer calls when it is built, so a bad value stops a run before it starts):
 
 - ``auto`` (default): oneDNN on x86 processors other than Intel's, where torch has oneDNN,
-  for products of at least :data:`MIN_ONEDNN_MACS` multiply-adds (below that its set-up,
-  about 10 us a call, outweighs the gain); torch's own product otherwise (on Intel processors
+  for products of at least :data:`MIN_ONEDNN_MACS` multiply-adds (below that its per-call
+  set-up outweighs the gain); torch's own product otherwise (on Intel processors
   MKL takes its AVX-512 path).
 - ``onednn``: oneDNN wherever torch has it (same size rule).
 - ``torch``: torch's product always.
@@ -35,8 +33,8 @@ import torch
 
 from ..errors import UsageError
 
-#: multiply-adds below which a product goes to torch (oneDNN's per-call set-up dominates:
-#: [100 x 64] x [64 x 64] takes 14 us there against 8 us in MKL on the machine above)
+#: multiply-adds below which a product goes to torch (oneDNN's per-call set-up dominates;
+#: docs/performance.md, "Dense products")
 MIN_ONEDNN_MACS = 2**20
 
 BACKENDS = ("auto", "onednn", "torch")

@@ -3,8 +3,8 @@
 A layer that aggregates first multiplies ``[N, F_in]`` rows (N in the hundreds of thousands)
 by a small weight. Autograd's linear computes the weight's gradient as ``G^T @ x``
 (``[F_out, N] @ [N, F_in]``); ``(x^T @ G)^T``, the same product with the operands' roles
-swapped, runs 1.07-1.12x faster in MKL at these shapes on this class of machine (R-MAT 18:
-``[262144, 128]`` rows, 256 outputs, 2 threads: 57 against 61-64 ms). SAGE's two transforms
+swapped, runs faster in MKL at these shapes (docs/performance.md, "How a training step
+runs", has the figures). SAGE's two transforms
 (neighbours and root) also share one output here: the second product is added into the first
 in place, as ``addmm_`` does, and backward reads the output's gradient for both. The products
 go through :mod:`~gnnscale.nn.gemm` (oneDNN where it is the faster; there the weight gradient

@@ -9,7 +9,7 @@ Three mechanisms, shared by the multi-rank backends:
   or rank 0's send counts disagree with rank 1's receive counts) raises
   :class:`CollectiveMismatchError` on every rank, naming the ranks and their calls, within
   microseconds instead of hanging or corrupting memory. It costs one tiny allgather per call
-  (~2 us with MPI on one node).
+  (``benchmarks/allreduce_bench.py``'s ``gnnscale-mpi-unchecked`` measures the difference).
 - **Deadlines**: every wait polls its request and gives up after ``timeout`` seconds (default
   :data:`DEFAULT_TIMEOUT_S`, ``init(timeout=...)`` or ``GNNSCALE_COMM_TIMEOUT``) with
   :class:`CommTimeoutError`.
