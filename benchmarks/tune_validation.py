@@ -29,6 +29,26 @@ interleaved within a run; the report takes each cell's medians over its runs.
 
 ``--report`` prints the table and the summary (median absolute relative error, whether the
 predicted order of the partitioners equals the measured one at 4 and 8 ranks per network).
+
+``--vcluster RATES`` runs each (dataset, model, partitioner) on two hosts of a
+:class:`gnnscale.testing.cluster.VirtualCluster` instead (one rank per host, each pinned to
+a core of its own, one thread), over real TCP links shaped to each rate in turn (``none``:
+unshaped; ``10gbit``, ``1gbit``, ``100mbit``, ...): the job asks the driver for each rate
+before training on it (a file handshake), so graph, partition and constants are made once.
+Besides the step and evaluation medians a cell records the bytes the link of ``node0`` carried
+per epoch (``ip -s link`` deltas) and rank 0's halo bytes per step (gnnscale's counters), its
+exposed halo wait and so the fraction of the exchange hidden (``1 - wait / wire time``, the
+wire time being the halo bytes over the rate plus a latency per exchange). Predicted: the
+same partition on ``Cluster(ranks_per_host=1, cores_per_rank=1, network=...)`` with the
+latency link_probe measures across the bridge and the rate's bandwidth (the probe's for
+``none``). Results go to ``benchmarks/results/tune_validation_vcluster.json``::
+
+    flock /tmp/gnnscale-bench.lock python benchmarks/tune_validation.py \
+        --vcluster none 10gbit 1gbit 100mbit --datasets rmat-18 SNAP-ca-astroph \
+        --models gcn sage --methods metis libra random --epochs 6
+
+``--report`` on such a file prints its own table (step, evaluation, hidden fraction and
+bytes per cell; order agreement per dataset, model and rate).
 """
 
 from __future__ import annotations
@@ -81,8 +101,12 @@ def rank_main(args) -> None:
     from gnnscale.threads import default_threads
     from partitioning import make_partitioner
 
-    torch.set_num_threads(default_threads())
+    vcluster = args.vcluster_dir is not None
+    threads = 1 if vcluster else default_threads()
+    torch.set_num_threads(threads)
     comm = init()
+    if vcluster:  # each host's rank on a core of its own, as on separate machines
+        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[comm.rank % os.cpu_count()]})
     data = load(args.datasets[0])
     method = args.methods[0]
     from planning.workload import part_workload
@@ -99,15 +123,20 @@ def rank_main(args) -> None:
                                                comm)
     from gnnscale.cli.calibrate import calibrate_in_job
 
-    in_job = calibrate_in_job(comm, default_threads()).to_dict()
+    in_job = calibrate_in_job(comm, threads).to_dict()
     plan = problem.graph.halo_plan
     real = plan.comm
     rows = []
-    for net in args.networks:
-        simulated = network_of(net)
+    for index, net in enumerate(args.networks):
+        if vcluster:
+            _ask_driver(args.vcluster_dir, index, net, comm)
+            simulated = None
+        else:
+            simulated = network_of(net)
         plan.comm = real if simulated is None else SlowNetwork(real, *simulated)
         torch.manual_seed(0)
-        model = GNN("gcn", data.num_features, args.hidden, data.num_classes, num_layers=2)
+        model = GNN(args.models[0], data.num_features, args.hidden, data.num_classes,
+                    num_layers=2)
         trainer = Trainer(model, problem, comm, seed=0)
         comm.barrier()
         records = trainer.fit(args.epochs)
@@ -115,7 +144,14 @@ def rank_main(args) -> None:
                  for r in records[1:]]
         evals = [r.time["eval_s"] for r in records[1:]]
         rows.append({"network": net, "measured_step_s": float(np.median(steps)),
-                     "measured_eval_s": float(np.median(evals)), "steps_s": steps})
+                     "measured_eval_s": float(np.median(evals)), "steps_s": steps,
+                     "halo_wait_s": float(np.median([r.time["halo_wait_s"]
+                                                     for r in records[1:]])),
+                     "halo_bytes_sent": int(np.median([r.halo_bytes_sent
+                                                       for r in records[1:]])),
+                     "epochs": len(records)})
+    if vcluster:
+        _ask_driver(args.vcluster_dir, len(args.networks), "end", comm)
     plan.comm = real
     if comm.rank == 0:
         result_shape = {"num_features": data.num_features, "num_classes": data.num_classes}
@@ -126,6 +162,21 @@ def rank_main(args) -> None:
                                       "shape": result_shape}), flush=True)
 
 
+def _ask_driver(folder: str, index: int, net: str, comm) -> None:
+    """Collective (``--vcluster``): rank 0 asks the driver for phase ``index``'s link rate
+    (``want-INDEX`` holding ``net``) and waits until it is set (``go-INDEX``)."""
+    if comm.rank == 0:
+        want, go = Path(folder) / f"want-{index}", Path(folder) / f"go-{index}"
+        want.with_suffix(".tmp").write_text(net)
+        want.with_suffix(".tmp").rename(want)
+        deadline = time.monotonic() + 120
+        while not go.exists():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the driver did not set {net} within 120 s")
+            time.sleep(0.02)
+    comm.barrier()
+
+
 class Shape:
     """Feature and class counts of the graph a job trained on."""
 
@@ -134,27 +185,38 @@ class Shape:
 
 
 def predict_cells(data, workload: dict, ranks: int, networks, args,
-                  in_job: dict) -> list[dict]:
+                  in_job: dict, model: str = "gcn", links: dict | None = None) -> list[dict]:
     """Predictions with the constants measured in the job (``predicted_*``) and with
-    ``--cost-model``'s (``file_predicted_*``), both with the ranks sharing ``--host-cores``."""
+    ``--cost-model``'s (``file_predicted_*``), both with the ranks sharing ``--host-cores``;
+    a ``vc:RATE`` network is two hosts of one rank and one core each, on ``links[network]``
+    (``latency_s``, ``bandwidth_Bps``)."""
     from planning.cost_model import Cluster, CostModel, ModelSpec, Network, predict
 
     costs = CostModel.load(args.cost_model) if args.cost_model else CostModel()
     measured_here = CostModel.from_dict(in_job)
-    spec = ModelSpec.build("gcn", data.num_features, args.hidden, data.num_classes)
+    spec = ModelSpec.build(model, data.num_features, args.hidden, data.num_classes)
     work = {k: np.asarray(v) if isinstance(v, list) else v for k, v in workload.items()}
     threads = max(1, args.host_cores // ranks)
     out = []
     for net in networks:
-        simulated = network_of(net)
-        network = None if simulated is None else Network(*simulated)
-        crowded = Cluster(ranks_per_host=ranks, cores_per_rank=threads,
-                          host_cores=args.host_cores, simulated=simulated is not None,
-                          network=network)
+        if net.startswith("vc:"):
+            link = links[net]
+            crowded = Cluster(ranks_per_host=1, cores_per_rank=1, host_cores=1,
+                              network=Network(link["latency_s"], link["bandwidth_Bps"]))
+        else:
+            simulated = network_of(net)
+            network = None if simulated is None else Network(*simulated)
+            crowded = Cluster(ranks_per_host=ranks, cores_per_rank=threads,
+                              host_cores=args.host_cores, simulated=simulated is not None,
+                              network=network)
         pred = predict(work, spec, crowded, measured_here)
         from_file = predict(work, spec, crowded, costs)
         out.append({"network": net, "predicted_step_s": pred["step_s"],
                     "predicted_eval_s": pred["eval_s"], "bound": pred["bound"],
+                    "predicted_exchange_s": pred["exchange_s"],
+                    "predicted_exchange_exposed_s": pred["exchange_exposed_s"],
+                    "predicted_halo_bytes_step": pred["halo_bytes_step"],
+                    "predicted_exchanges_step": pred["exchanges_step"],
                     "file_predicted_step_s": from_file["step_s"],
                     "file_predicted_eval_s": from_file["eval_s"]})
     return out
@@ -185,6 +247,156 @@ def run_cell(dataset: str, method: str, ranks: int, args, run: int = 0) -> list[
             for m, p in zip(measured, predicted)]
 
 
+VCLUSTER_OUT = "benchmarks/results/tune_validation_vcluster.json"
+
+
+def probe_links(cluster, rates: list) -> dict:
+    """``vc:RATE`` -> the link the model is given: latency from link_probe's ping-pong across
+    the bridge (unshaped), bandwidth from the shaping (the probe's own for ``none``), and the
+    probe's throughput at that rate (``probe_Bps``)."""
+    from gnnscale.testing.cluster import parse_rate
+    from gnnscale.testing.link_probe import measure
+
+    links = {}
+    for host in cluster.hosts:
+        cluster.set_rate(host.name, None)
+    base = measure(cluster, pings=400, megabytes=256)
+    for rate in rates:
+        bits = None if rate == "none" else parse_rate(rate)
+        for host in cluster.hosts:
+            cluster.set_rate(host.name, bits)
+        probed = base if bits is None else measure(
+            cluster, pings=50, megabytes=max(4.0, min(256.0, bits / 8 / 2**20 * 2)))
+        links[f"vc:{rate}"] = {"latency_s": base["latency_s"],
+                               "bandwidth_Bps": base["bandwidth_Bps"] if bits is None
+                               else bits / 8, "probe_Bps": probed["bandwidth_Bps"],
+                               "probe_latency_s": probed["latency_s"], "rate": rate}
+    for host in cluster.hosts:
+        cluster.set_rate(host.name, None)
+    return links
+
+
+def run_vcluster_cell(cluster, links: dict, dataset: str, model: str, method: str, args,
+                      run: int = 0) -> list[dict]:
+    """One (dataset, model, method) on the cluster's two hosts, one phase per link rate."""
+    import shutil
+    import signal
+    import tempfile
+
+    from gnnscale.testing.cluster import parse_rate
+
+    nets = list(links)
+    folder = Path(tempfile.mkdtemp(prefix="gnnscale-vc-bench-"))
+    env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+           "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1",
+           "PATH": f"{Path(sys.prefix) / 'bin'}:{os.environ['PATH']}"}
+    argv = cluster.mpirun_argv(1, env=env) + [
+        sys.executable, __file__, "--rank-main", "--datasets", dataset, "--methods", method,
+        "--models", model, "--epochs", str(args.epochs), "--hidden", str(args.hidden),
+        "--vcluster-dir", str(folder), "--networks", *nets]
+    t0 = time.perf_counter()
+    wire = []
+    with (folder / "out").open("w") as out, (folder / "err").open("w") as err:
+        job = cluster.popen("node0", argv, cwd=REPO, env=env, stdout=out, stderr=err)
+        index, start = 0, None
+        try:
+            while job.poll() is None:
+                if time.perf_counter() - t0 > args.cell_timeout:
+                    os.killpg(job.pid, signal.SIGKILL)
+                    job.wait()
+                    raise RuntimeError(f"{dataset} {model} {method}: over {args.cell_timeout} s")
+                if not (folder / f"want-{index}").exists():
+                    time.sleep(0.02)
+                    continue
+                now = cluster.link_bytes("node0")
+                if start is not None:
+                    wire.append((now[0] - start[0], now[1] - start[1]))
+                if index < len(nets):
+                    rate = links[nets[index]]["rate"]
+                    for host in cluster.hosts:
+                        cluster.set_rate(host.name, None if rate == "none" else parse_rate(rate))
+                start = cluster.link_bytes("node0")
+                (folder / f"go-{index}").write_text("")
+                index += 1
+        finally:
+            for host in cluster.hosts:
+                cluster.set_rate(host.name, None)
+            cluster.kill_jobs()
+    text = (folder / "out").read_text()
+    if job.returncode != 0 or "RESULT " not in text:
+        detail = (folder / "err").read_text()[-3000:]
+        shutil.rmtree(folder, ignore_errors=True)
+        raise RuntimeError(f"{dataset} {model} {method} failed ({job.returncode}):\n{detail}")
+    shutil.rmtree(folder, ignore_errors=True)
+    result = json.loads(next(x for x in text.splitlines() if x.startswith("RESULT "))[7:])
+    predicted = predict_cells(Shape(result["shape"]), result["workload"], 2, nets, args,
+                              result["in_job_cost_model"], model, links)
+    wall = time.perf_counter() - t0
+    rows = []
+    for m, p, (tx, rx) in zip(result["rows"], predicted, wire):
+        link = links[m["network"]]
+        epochs = m["epochs"]
+        wire_s = m["halo_bytes_sent"] / link["bandwidth_Bps"] + \
+            p["predicted_exchanges_step"] * link["latency_s"]
+        rows.append({"dataset": dataset, "model": model, "method": method, "ranks": 2,
+                     "hidden": args.hidden, "run": run, "link": link,
+                     "calibration": "ranks with their own cores at once", **m, **p,
+                     "wire_tx_bytes_epoch": tx / epochs, "wire_rx_bytes_epoch": rx / epochs,
+                     "measured_hidden": max(0.0, 1 - m["halo_wait_s"] / wire_s)
+                     if wire_s > 0 else None,
+                     "predicted_hidden": 1 - p["predicted_exchange_exposed_s"]
+                     / p["predicted_exchange_s"] if p["predicted_exchange_s"] > 0 else None,
+                     "wall_s": wall, "in_job_cost_model": result["in_job_cost_model"],
+                     "workload": result["workload"], "shape": result["shape"]})
+    return rows
+
+
+def run_vcluster(args) -> None:
+    """Every (dataset, model, method) at every ``--vcluster`` rate on a 2-host cluster."""
+    from gnnscale.testing.cluster import VirtualCluster
+
+    out = Path(args.out)
+    result = json.loads(out.read_text()) if out.exists() else {"cells": []}
+    result["cost_model"] = args.cost_model
+    with VirtualCluster(hosts=2, cores_per_host=1, name=f"tv{os.getpid()}") as cluster:
+        links = probe_links(cluster, args.vcluster)
+        print("links: " + json.dumps(links), flush=True)
+        for run in args.runs:
+            for dataset in args.datasets:
+                for model in args.models:
+                    for method in args.methods:
+                        try:
+                            rows = run_vcluster_cell(cluster, links, dataset, model, method,
+                                                     args, run)
+                        except RuntimeError as error:  # the others still run; said here
+                            print(f"{dataset} {model} {method} run {run}: not measured: "
+                                  f"{str(error).splitlines()[0]}", flush=True)
+                            continue
+                        for row in rows:
+                            print(f"{dataset} {model} {method} {row['network']} run {run}: "
+                                  f"step {row['predicted_step_s'] * 1e3:.2f} / "
+                                  f"{row['measured_step_s'] * 1e3:.2f} ms, eval "
+                                  f"{row['predicted_eval_s'] * 1e3:.2f} / "
+                                  f"{row['measured_eval_s'] * 1e3:.2f} ms, hidden "
+                                  f"{row['predicted_hidden'] or 0:.2f} / "
+                                  f"{row['measured_hidden'] or 0:.2f}, wire "
+                                  f"{row['wire_tx_bytes_epoch'] / 1e6:.2f} MB/epoch, halo "
+                                  f"{row['halo_bytes_sent'] / 1e6:.2f} / "
+                                  f"{float(np.max(row['predicted_halo_bytes_step'])) / 1e6:.2f}"
+                                  f" MB/step ({row['wall_s']:.0f} s)", flush=True)
+                        keys = {cell_key(r) for r in rows}
+                        result["cells"] = [c for c in result["cells"]
+                                           if cell_key(c) not in keys] + rows
+                        out.write_text(json.dumps(result, indent=1, default=_json_default))
+                        del rows
+
+
+def _json_default(value):
+    from planning.tune import _json_default as plain
+
+    return plain(value)
+
+
 def repredict(path: Path, args) -> None:
     """Predictions of every stored cell recomputed from its workload and in-job constants."""
     result = json.loads(path.read_text())
@@ -193,15 +405,22 @@ def repredict(path: Path, args) -> None:
     for cell in result["cells"]:
         spec_args = argparse.Namespace(**{**vars(args),
                                           "hidden": cell.get("hidden", args.hidden)})
+        links = {cell["network"]: cell["link"]} if "link" in cell else None
         fresh = predict_cells(Shape(cell["shape"]), cell["workload"], cell["ranks"],
-                              [cell["network"]], spec_args, cell["in_job_cost_model"])[0]
+                              [cell["network"]], spec_args, cell["in_job_cost_model"],
+                              cell.get("model", "gcn"), links)[0]
+        if "link" in cell:
+            fresh["predicted_hidden"] = 1 - fresh["predicted_exchange_exposed_s"] / \
+                fresh["predicted_exchange_s"] if fresh["predicted_exchange_s"] > 0 else None
         cell.update({k: v for k, v in fresh.items() if k != "network"})
-    path.write_text(json.dumps(result, indent=1))
+    path.write_text(json.dumps(result, indent=1, default=_json_default))
 
 
 def report(path) -> dict:
     """Print the table and the two targets; returns the summary."""
     cells = merged_cells(json.loads(Path(path).read_text())["cells"])
+    if any(c["network"].startswith("vc:") for c in cells):
+        return report_vcluster(cells)
     print(f"{'dataset':<24} {'method':<7} {'ranks':>5} {'network':>7} {'pred ms':>9} "
           f"{'meas ms':>9} {'error':>7}")
     errors = []
@@ -211,18 +430,8 @@ def report(path) -> dict:
         print(f"{c['dataset']:<24} {c['method']:<7} {c['ranks']:>5} {c['network']:>7} "
               f"{c['predicted_step_s'] * 1e3:>9.2f} {c['measured_step_s'] * 1e3:>9.2f} "
               f"{100 * err:>6.0f}%")
-    orders = []
-    for key in sorted({(c["dataset"], c["network"], c["ranks"]) for c in cells
-                       if c["ranks"] in (4, 8) and c["network"] != "real"}):
-        group = [c for c in cells if (c["dataset"], c["network"], c["ranks"]) == key]
-        if len(group) < 2:
-            continue
-        predicted = [c["method"] for c in sorted(group, key=lambda c: c["predicted_step_s"])]
-        measured = [c["method"] for c in sorted(group, key=lambda c: c["measured_step_s"])]
-        orders.append({"dataset": key[0], "network": key[1], "ranks": key[2],
-                       "predicted": predicted, "measured": measured,
-                       "equal": predicted == measured})
-        print(f"order {key}: predicted {predicted} measured {measured}")
+    orders = partitioner_orders([c for c in cells if c["ranks"] in (4, 8)
+                                 and c["network"] != "real"], ("dataset", "network", "ranks"))
     file_errors = [abs(c["file_predicted_step_s"] / c["measured_step_s"] - 1) for c in cells]
     eval_errors = [abs(c["predicted_eval_s"] / c["measured_eval_s"] - 1) for c in cells]
     summary = {"cells": len(cells), "median_abs_relative_error": float(np.median(errors)),
@@ -232,6 +441,75 @@ def report(path) -> dict:
     print(json.dumps(summary))
     print(markdown(cells))
     return {"summary": summary, "orders": orders}
+
+
+def partitioner_orders(cells: list, fields: tuple) -> list:
+    """Per group of cells equal in ``fields`` (two cells or more): the partitioners fastest
+    first as predicted and as measured, and whether they agree (printed too)."""
+    orders = []
+    for key in sorted({tuple(c[f] for f in fields) for c in cells}):
+        group = [c for c in cells if tuple(c[f] for f in fields) == key]
+        if len(group) < 2:
+            continue
+        predicted = [c["method"] for c in sorted(group, key=lambda c: c["predicted_step_s"])]
+        measured = [c["method"] for c in sorted(group, key=lambda c: c["measured_step_s"])]
+        orders.append({**dict(zip(fields, key)), "predicted": predicted, "measured": measured,
+                       "equal": predicted == measured})
+        print(f"order {key}: predicted {predicted} measured {measured}")
+    return orders
+
+
+def _rel(predicted: float, measured: float) -> float:
+    return predicted / measured - 1
+
+
+def report_vcluster(cells: list) -> dict:
+    """``--vcluster`` cells: the table, the median errors (step, evaluation; per dataset) and
+    whether the predicted order of the partitioners equals the measured one per (dataset,
+    model, rate)."""
+    rates = list(dict.fromkeys(c["network"] for c in sorted(
+        cells, key=lambda c: -c["link"]["bandwidth_Bps"])))
+    lines = ["| graph | model | partitioner | link | step pred / meas (ms) | error | "
+             "eval pred / meas (ms) | hidden pred / meas | halo MB/step pred / meas | "
+             "link MB/epoch |", "|---|---|---|---|---|---|---|---|---|---|"]
+    order = {n: i for i, n in enumerate(rates)}
+    cells = sorted(cells, key=lambda c: (c["dataset"], c.get("model", "gcn"),
+                                         order[c["network"]], c["method"]))
+    for c in cells:
+        hidden = [f"{v:.2f}" if v is not None else "-" for v in
+                  (c.get("predicted_hidden"), c.get("measured_hidden"))]
+        lines.append(
+            f"| {c['dataset']} | {c.get('model', 'gcn')} | {c['method']} | "
+            f"{c['network'][3:]} | {c['predicted_step_s'] * 1e3:.1f} / "
+            f"{c['measured_step_s'] * 1e3:.1f} | "
+            f"{100 * _rel(c['predicted_step_s'], c['measured_step_s']):+.0f}% | "
+            f"{c['predicted_eval_s'] * 1e3:.1f} / {c['measured_eval_s'] * 1e3:.1f} | "
+            f"{hidden[0]} / {hidden[1]} | "
+            f"{float(np.max(c['predicted_halo_bytes_step'])) / 1e6:.2f} / "
+            f"{c['halo_bytes_sent'] / 1e6:.2f} | {c['wire_tx_bytes_epoch'] / 1e6:.2f} |")
+    table = "\n".join(lines)
+    print(table)
+    orders = partitioner_orders([{"model": "gcn", **c} for c in cells],
+                                ("dataset", "model", "network"))
+
+    def median_error(subset, kind="step"):
+        values = [abs(_rel(c[f"predicted_{kind}_s"], c[f"measured_{kind}_s"])) for c in subset]
+        return float(np.median(values)) if values else None
+
+    summary = {"cells": len(cells), "median_abs_relative_error": median_error(cells),
+               "median_abs_relative_error_eval": median_error(cells, "eval"),
+               "per_dataset": {d: {"step": median_error([c for c in cells
+                                                         if c["dataset"] == d]),
+                                   "eval": median_error([c for c in cells
+                                                         if c["dataset"] == d], "eval")}
+                               for d in sorted({c["dataset"] for c in cells})},
+               "per_rate": {n[3:]: median_error([c for c in cells if c["network"] == n])
+                            for n in rates},
+               "orders_equal": {n[3:]: f"{sum(o['equal'] for o in orders if o['network'] == n)}"
+                                       f"/{sum(o['network'] == n for o in orders)}"
+                                for n in rates}}
+    print(json.dumps(summary))
+    return {"summary": summary, "orders": orders, "table": table}
 
 
 def markdown(cells) -> str:
@@ -263,10 +541,19 @@ def main() -> None:
     parser.add_argument("--hidden", type=int, default=16)
     parser.add_argument("--host-cores", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--cost-model", default=None)
-    parser.add_argument("--out", default="benchmarks/results/tune_validation.json")
+    parser.add_argument("--out", default=None,
+                        help="results file (default benchmarks/results/tune_validation.json, "
+                             "with --vcluster " + VCLUSTER_OUT + ")")
     parser.add_argument("--runs", nargs="+", type=int, default=[0],
                         help="run indices to measure (each replaces its stored cells; the "
                              "report takes medians over the runs of a cell)")
+    parser.add_argument("--models", nargs="+", default=["gcn"], choices=["gcn", "sage"])
+    parser.add_argument("--vcluster", nargs="+", default=None, metavar="RATE",
+                        help="run on a 2-host virtual cluster at these link rates (none, "
+                             "10gbit, 1gbit, 100mbit, ...); results in " + VCLUSTER_OUT)
+    parser.add_argument("--cell-timeout", type=float, default=600,
+                        help="seconds a --vcluster job may take (default 600)")
+    parser.add_argument("--vcluster-dir", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--rank-main", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--report", action="store_true", help="print the table of --out")
     parser.add_argument("--repredict", action="store_true",
@@ -275,7 +562,11 @@ def main() -> None:
     args = parser.parse_args()
     if args.rank_main:
         return rank_main(args)
+    if args.out is None:
+        args.out = VCLUSTER_OUT if args.vcluster else "benchmarks/results/tune_validation.json"
     out = Path(args.out)
+    if args.vcluster and not (args.report or args.repredict):
+        return run_vcluster(args)
     if args.repredict:
         repredict(out, args)
     if args.report or args.repredict:
@@ -302,9 +593,9 @@ def main() -> None:
 
 
 def cell_key(cell: dict) -> tuple:
-    """One measurement: (dataset, method, ranks, network, run)."""
+    """One measurement: (dataset, method, ranks, network, run, model)."""
     return (cell["dataset"], cell["method"], cell["ranks"], cell["network"],
-            cell.get("run", 0))
+            cell.get("run", 0), cell.get("model", "gcn"))
 
 
 def merged_cells(cells: list) -> list:
@@ -312,7 +603,8 @@ def merged_cells(cells: list) -> list:
     measured and predicted times."""
     groups = {}
     for c in cells:
-        groups.setdefault(cell_key(c)[:4], []).append(c)
+        key = cell_key(c)
+        groups.setdefault(key[:4] + key[5:], []).append(c)
     keys = ("measured_step_s", "measured_eval_s", "predicted_step_s", "predicted_eval_s",
             "file_predicted_step_s", "file_predicted_eval_s")
     return [{**runs[0], **{k: float(np.median([r[k] for r in runs])) for k in keys},

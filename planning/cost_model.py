@@ -71,7 +71,9 @@ cores_per_rank / host_cores)`` where the ranks share too few cores. ``T_step = T
 + exposed allreduce + optimiser (12 elementwise ops per weight) + loss``, the last two also
 multiplied by ``s``.
 **Evaluation**: the forward layers as in ``T_fwd``, without dropout, plus the metric's
-allreduce.
+allreduce. A first layer that aggregates the raw features (``a < c``; GAT excepted) finds
+their aggregate kept from the first evaluation (the graph's cache of constant inputs):
+evaluation, and training without input dropout, only transform it, with no exchange.
 
 Compute constants depend on the thread count; a count that was not calibrated uses the largest
 calibrated count below it, scaled by the ratio of counts (ideal speed-up: an assumption).
@@ -451,7 +453,13 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
                 _Pass([(2 * elementwise + 2 * halo_part + cp, 2 * owned_part, xf)],
                       pack + dense * (1 if first else 2)))
     width = min(a, c)
-    transform_first = c < a
+    transform_first = c <= a  # as the layers' "auto" order (nn/conv.py)
+    if first and not transform_first and not (training and spec.dropout):
+        # the aggregate of the raw features is computed once and kept (RankGraph's cache of
+        # constant inputs), halo exchange included: evaluation (and training without input
+        # dropout) only transforms it
+        dense = _dense(k, n, a, c, cache) * (2 if spec.name == "sage" else 1)
+        return _Pass([], dense + elementwise), _Pass([], dense + 2 * elementwise)
     mult = 2 if spec.name == "sage" else 1
     dense = _dense(k, n, a, c, cache) * mult
     dense_back = dense * (1 if first else 2)
@@ -480,6 +488,13 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
     return fwd, _Pass([(before, ov0, x0), *rest], after)
 
 
+def _exchange_widths(spec: ModelSpec) -> list:
+    """Values per row each layer's exchange sends: the narrower of its input and output
+    (GAT: its transformed row and attention terms)."""
+    return [min(a, c) if spec.name != "gat" else c + h for a, c, h in
+            zip(spec.widths[:-1], spec.widths[1:], spec.heads or [1] * spec.layers)]
+
+
 def predict(workload: dict, spec: ModelSpec, cluster: Cluster | None = None,
             model: CostModel | None = None) -> dict:
     """Predicted seconds of one training step and one evaluation pass (see module docstring).
@@ -489,7 +504,9 @@ def predict(workload: dict, spec: ModelSpec, cluster: Cluster | None = None,
     slowest ranks wait for halos), ``slowest_rank`` (most busy in the step), ``slowest_layer``
     and ``slowest_phase`` (the costliest phase), ``bound`` ("communication" or "compute"), and
     per-rank ``rank_step_s`` (each rank's own work with no waiting for others) and
-    ``halo_bytes`` (per rank, received per exchange of the widest layer).
+    ``halo_bytes`` (per rank, received per exchange of the widest layer); per step,
+    ``exchanges_step`` (halo exchanges), ``halo_bytes_step`` (per rank, bytes sent) and
+    ``exchange_s`` (the longest rank's time its exchanges travel, hidden or not).
     """
     cluster = cluster or Cluster()
     model = model or CostModel()
@@ -509,13 +526,18 @@ def predict(workload: dict, spec: ModelSpec, cluster: Cluster | None = None,
         return ends.max(axis=1)
     cache = model.cache_bytes / np.bincount(hosts).max()  # each rank's share of the LLC
     fwd, bwd, ev, exposed = [], [], [], []
-    for layer in range(spec.layers):
+    travel, sent, exchanges = 0.0, 0.0, 0
+    for layer, width in enumerate(_exchange_widths(spec)):
         f, b = _layer_times(workload, spec, layer, k, xchg, True, cache)
         fe, _ = _layer_times(workload, spec, layer, k, xchg, False, cache)
         fwd.append(f.plus(overhead))
         bwd.append(b.plus(overhead))
         ev.append(fe.plus(overhead))
         exposed.append(f.exposed() + b.exposed())
+        stages = f.stages + b.stages
+        travel = travel + sum(x for _, _, x in stages)
+        sent = sent + len(stages) * xchg.out_all * width * model.bytes_per_value
+        exchanges += len(stages)
     ends = timeline(fwd + bwd[::-1])
     t_fwd = float(ends[spec.layers - 1])
     # allreduce buckets: layers grouped from the last until a quarter of the gradients
@@ -545,12 +567,14 @@ def predict(workload: dict, spec: ModelSpec, cluster: Cluster | None = None,
     _, slow_layer, slow_phase = max(phases)
     exch_exposed = float(sum(x.max() for x in exposed))
     comm_s = exch_exposed + ar_exposed
-    widest = max(min(a, c) if spec.name != "gat" else c + h for a, c, h in
-                 zip(spec.widths[:-1], spec.widths[1:], spec.heads or [1] * spec.layers))
+    widest = max(_exchange_widths(spec))
     halo_rows = np.asarray(workload["recv_rows"]).sum(1)
     return {"step_s": step, "eval_s": t_eval, "epoch_s": step + t_eval, "forward_s": t_fwd,
             "backward_s": t_bwd, "allreduce_exposed_s": ar_exposed, "optimizer_s": optimizer,
             "exchange_exposed_s": exch_exposed,
+            "exchange_s": float(np.max(travel)) if p > 1 else 0.0,
+            "halo_bytes_step": np.asarray(sent, dtype=np.float64) * np.ones(p),
+            "exchanges_step": exchanges,
             "bound": "communication" if comm_s > 0.5 * step else "compute",
             "slowest_rank": slowest, "slowest_layer": slow_layer + 1,
             "slowest_phase": slow_phase, "rank_step_s": rank_step,

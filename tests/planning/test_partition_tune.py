@@ -47,7 +47,7 @@ def test_workload_counts_inner_boundary_and_halo_by_hand():
 
 
 def test_exchange_on_a_simulated_network_is_latency_plus_sent_bytes():
-    spec = ModelSpec("gcn", (4, 8), (1,), dropout=0.0)
+    spec = ModelSpec("gcn", (4, 8), (1,), dropout=0.5)  # input dropout: aggregated every step
     net = Network(latency_s=1e-3, bandwidth_Bps=1e6)
     cluster = Cluster(network=net, simulated=True)
     pred = predict(two_parts(), spec, cluster, model())
@@ -64,7 +64,7 @@ def test_the_rows_a_rank_sends_are_gathered_forward_and_summed_back_backward():
     gather = 1e-6
     work = two_parts(halo=(100, 50))  # rank 0 sends 50 rows, rank 1 sends 100
     # aggregating raw features (4 -> 8): only the forward gathers the sent rows
-    first = predict(work, ModelSpec("gcn", (4, 8), (1,), dropout=0.0), None,
+    first = predict(work, ModelSpec("gcn", (4, 8), (1,), dropout=0.5), None,
                     model(gamma_gather=gather))
     assert first["rank_step_s"] == pytest.approx([gather * 50 * 4, gather * 100 * 4])
     # transform first (8 -> 4): backward adds the gradients of the sent rows into owned rows
@@ -73,9 +73,31 @@ def test_the_rows_a_rank_sends_are_gathered_forward_and_summed_back_backward():
     assert both["rank_step_s"] == pytest.approx([2 * gather * 50 * 4, 2 * gather * 100 * 4])
     # a vertex cut packs masters for mirrors and sums the partial sums back: twice per pass
     vertex = {**work, "kind": "vertex_cut"}
-    assert predict(vertex, ModelSpec("gcn", (4, 8), (1,), dropout=0.0), None,
+    assert predict(vertex, ModelSpec("gcn", (4, 8), (1,), dropout=0.5), None,
                    model(gamma_gather=gather))["rank_step_s"] == pytest.approx(
         [2 * gather * 50 * 4, 2 * gather * 100 * 4])
+
+
+def test_the_raw_features_aggregate_is_kept_so_evaluation_exchanges_no_first_layer_halo():
+    """A first layer that aggregates the raw features (4 -> 8) finds their aggregate kept
+    (RankGraph's cache of constant inputs): evaluation, and training without input dropout,
+    only transform it; training with input dropout aggregates, and exchanges, every step."""
+    net = Cluster(network=Network(latency_s=1e-3, bandwidth_Bps=1e6), ranks_per_host=1)
+    costs = model(gamma_edge=1e-7, gamma_flop=1e-9)
+    dense = 1e-9 * 2 * 1000 * 4 * 8  # the transform of rank 0's 1,000 rows
+    dropped = predict(two_parts(), ModelSpec("gcn", (4, 8), (1,), dropout=0.5), net, costs)
+    assert dropped["eval_s"] == pytest.approx(dense + allreduce_time(64, 2, net, costs))
+    assert dropped["forward_s"] > 1e-3 and dropped["exchanges_step"] == 1
+    # rank 0 sends 50 rows of 4 values, rank 1 100: per step, 16 B a row
+    assert dropped["halo_bytes_step"] == pytest.approx([50 * 16, 100 * 16])
+    assert dropped["exchange_s"] == pytest.approx(1e-3 + 100 * 16 / 1e6)
+    kept = predict(two_parts(), ModelSpec("gcn", (4, 8), (1,), dropout=0.0), net, costs)
+    assert kept["forward_s"] == pytest.approx(dense) and kept["exchanges_step"] == 0
+    assert kept["exchange_s"] == 0.0
+    # equal widths transform first, as the layers' "auto" order: the aggregated rows need a
+    # gradient, so backward exchanges too, and evaluation exchanges as training does
+    square = predict(two_parts(), ModelSpec("gcn", (8, 8), (1,), dropout=0.0), net, costs)
+    assert square["exchanges_step"] == 2 and square["eval_s"] > 1e-3
 
 
 def test_gat_scores_the_edges_from_owned_sources_while_its_exchange_travels():
@@ -92,7 +114,7 @@ def test_gat_scores_the_edges_from_owned_sources_while_its_exchange_travels():
 
 
 def test_shared_memory_copying_is_work_the_inner_aggregation_does_not_hide():
-    spec = ModelSpec("gcn", (8, 8), (1,), dropout=0.0)
+    spec = ModelSpec("gcn", (8, 16), (1,), dropout=0.5)  # aggregates 8-wide dropped-out rows
     costs = CostModel(compute={1: {**ONLY_COMM, "gamma_edge": 1e-7}}, shm_alpha=0.0,
                       shm_beta=1e-9, layer_overhead_s=0.0)
     pred = predict(two_parts(halo=(100, 50)), spec, None, costs)
@@ -102,7 +124,7 @@ def test_shared_memory_copying_is_work_the_inner_aggregation_does_not_hide():
 
 
 def test_overlap_hides_the_exchange_up_to_the_inner_aggregation():
-    spec = ModelSpec("gcn", (8, 8), (1,), dropout=0.0)
+    spec = ModelSpec("gcn", (8, 16), (1,), dropout=0.5)  # aggregates 8-wide dropped-out rows
     work = two_parts()
     net = Network(latency_s=1e-4, bandwidth_Bps=1e12)
     fast = predict(work, spec, Cluster(network=net, ranks_per_host=1), model(gamma_edge=1e-7))
@@ -283,7 +305,7 @@ def test_constants_move_from_cached_to_memory_as_the_working_set_leaves_the_cach
     """An aggregation gathers 4 w (N + halo) bytes: within the rank's share of the cache it
     costs the cached constant, from four times that share the memory one, linear between;
     ranks on one host share its cache."""
-    spec = ModelSpec("gcn", (4, 8), (1,), dropout=0.0)  # one layer aggregating 4-wide rows
+    spec = ModelSpec("gcn", (4, 8), (1,), dropout=0.5)  # one layer aggregating 4-wide rows
     work = workload_from_arrays("edge_cut", [1000], [5000], [0], [[0]], [500])
     rows_bytes = 4 * 4 * 1000  # 16 kB gathered; the self loops add N edges
 
