@@ -112,9 +112,10 @@ def layout_of(dataset: str, data_root: str | None = None) -> str:
     from planning.memory_plan import LOADING
 
     from ..data.converted import is_converted
+    from ..data.load import GENERATED
 
     name = str(dataset).lower()
-    if name in ("rmat", "sbm"):
+    if name in GENERATED:
         return "generated"
     path = Path(dataset)
     for folder in (path, Path(data_root or ".") / str(dataset)):

@@ -26,7 +26,7 @@ _FILE_DATASETS = {
     **{name.lower(): ("ogb", [name.replace("-", "_"), name])
        for name in ("ogbn-arxiv", "ogbn-products", "ogbn-papers100M")},
 }
-GENERATED = ("sbm", "rmat")
+GENERATED = ("sbm", "rmat", "dcsbm")
 """Names of the generated graphs."""
 _ALIASES = {"roman-empire": "roman_empire", "amazon-ratings": "amazon_ratings",
             "ca-astroph": "astro-ph-cc1"}
@@ -60,13 +60,15 @@ def load_dataset(name_or_path, root=None, *, split: int = 0, **options) -> Graph
             up as ``<root>/<name>/raw/<name>.npz``), SNAP graphs (``email-enron``, ...), OGB
             node-property sets (``ogbn-arxiv``, ``ogbn-products``, ``ogbn-papers100M``, looked
             up as ``<root>/ogbn_arxiv``); ``gnnscale datasets download NAME`` fetches them;
-            ``sbm`` or ``rmat`` (generated, ``options`` go to :func:`generate_sbm` /
-            :func:`generate_rmat`; ``rmat`` defaults to ``scale=12`` and turns ``num_nodes``
-            into the smallest scale with that many nodes); or a path to a file or
-            directory whose layout is recognised from its contents (see :func:`load_path`).
+            ``sbm``, ``rmat`` or ``dcsbm`` (generated, ``options`` go to
+            :func:`generate_sbm` / :func:`generate_rmat` / :func:`generate_dcsbm`; ``rmat``
+            defaults to ``scale=12`` and turns ``num_nodes`` into the smallest scale with that
+            many nodes; ``dcsbm`` takes ``preset=ogbn-products`` and ``scale``); or a path to
+            a file or directory whose layout is recognised from its contents (see
+            :func:`load_path`).
         root: data root for names; default ``$GNNSCALE_DATA_ROOT``, else ``./data``.
         split: which split to use where a dataset has several (heterophilous: 0-9); for
-            generated splits (SNAP, rmat, scipy files without masks) it varies the split's
+            generated splits (SNAP, rmat, dcsbm, scipy files without masks) it varies the split's
             seed; Planetoid and OGB have one split (0); ``sbm`` ignores it (use ``seed``).
         options: keyword options for the format's loader (e.g. ``symmetrize``, ``scheme`` for
             OGB, ``num_classes`` for structure-only graphs); unknown options raise an error.
@@ -80,6 +82,10 @@ def load_dataset(name_or_path, root=None, *, split: int = 0, **options) -> Graph
         from gnnscale.data.sbm import generate_sbm
 
         return _call(generate_sbm, "the sbm generator", options)
+    if key == "dcsbm":
+        from gnnscale.data.dcsbm import generate_dcsbm
+
+        return _call(generate_dcsbm, "the dcsbm generator", {"split": split, **options})
     if key == "rmat":
         from gnnscale.data.rmat import generate_rmat
 

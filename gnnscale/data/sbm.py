@@ -58,14 +58,22 @@ def generate_sbm(num_nodes: int = 2000, num_classes: int = 4, avg_degree: float 
     indptr, indices = csr_by_destination(src, dst, num_nodes, symmetrize=True,
                                          remove_self_loops=True)
 
-    centroids = rng.normal(0.0, _CENTROID_SCALE / np.sqrt(num_features),
-                           size=(num_classes, num_features))
-    x = centroids[labels] + feature_noise * rng.standard_normal((num_nodes, num_features))
+    x = centroid_features(rng, labels, num_classes, num_features, feature_noise)
     train_mask, val_mask, test_mask = per_class_split(labels, num_classes, train_per_class,
                                                       num_val, num_test, rng)
-    return GraphData(indptr=indptr, indices=indices, x=x.astype(np.float32), y=labels,
+    return GraphData(indptr=indptr, indices=indices, x=x, y=labels,
                      train_mask=train_mask, val_mask=val_mask, test_mask=test_mask,
                      name=f"sbm-{num_nodes}", num_classes=num_classes)
+
+
+def centroid_features(rng: np.random.Generator, labels: np.ndarray, num_classes: int,
+                      num_features: int, feature_noise: float) -> np.ndarray:
+    """float32 ``[N, num_features]``: ``centroid[label] + feature_noise * N(0, I)``, the
+    centroids drawn from ``N(0, 0.49 I / num_features)`` (two about one noise unit apart)."""
+    centroids = rng.normal(0.0, _CENTROID_SCALE / np.sqrt(num_features),
+                           size=(num_classes, num_features))
+    x = centroids[labels] + feature_noise * rng.standard_normal((labels.size, num_features))
+    return x.astype(np.float32)
 
 
 def _sample_edges(rng, labels, connected, num_classes, num_edges, homophily):

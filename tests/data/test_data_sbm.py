@@ -1,10 +1,9 @@
 """Stochastic block model generator: structure, determinism, splits and learnability."""
 
-import sys
-
 import numpy as np
 import pytest
 import torch
+from python_lines import lines_run
 
 from gnnscale.data import generate_sbm, load_dataset
 from gnnscale.errors import UsageError
@@ -58,30 +57,13 @@ def test_split_sizes_disjoint_and_clipped_for_small_graphs():
     assert tiny.train_mask.sum() == 4
 
 
-def _lines_run(**kwargs) -> int:
-    """Python lines executed while ``generate_sbm(**kwargs)`` runs (its callees' included)."""
-    count = 0
-
-    def trace(frame, event, arg):
-        nonlocal count
-        count += event == "line"
-        return trace
-
-    sys.settrace(trace)
-    try:
-        generate_sbm(**kwargs)
-    finally:
-        sys.settrace(None)
-    return count
-
-
 def test_large_graph_is_vectorised():
     """No Python work per node or edge: 100,000 nodes and a million edges run no more Python
     lines than 1,000 nodes (a loop over nodes or edges would add at least 99,000)."""
     g = generate_sbm(num_nodes=100_000, avg_degree=10, seed=0)
     assert g.num_nodes == 100_000 and g.num_edges > 900_000
-    small = _lines_run(num_nodes=1_000, avg_degree=10, seed=0)
-    large = _lines_run(num_nodes=100_000, avg_degree=10, seed=0)
+    small = lines_run(generate_sbm, num_nodes=1_000, avg_degree=10, seed=0)
+    large = lines_run(generate_sbm, num_nodes=100_000, avg_degree=10, seed=0)
     assert large <= small + 100, (small, large)
 
 
