@@ -67,7 +67,9 @@ def generate_dcsbm(num_nodes: int | None = None, num_classes: int | None = None,
     else proportional to ``theta`` among all the other communities' nodes. A node's expected
     degree is thus about its ``theta`` and a fraction ``mixing`` of its edges leave its
     community (slightly less after duplicates: within-community pairs repeat more often, and
-    repeats are redrawn). The CSR is symmetric, without self loops or duplicates:
+    repeats are redrawn; and far more when a community has not many more nodes than
+    ``avg_degree``, as in graphs of a few thousand nodes with the products preset's 47
+    classes). The CSR is symmetric, without self loops or duplicates:
     ``num_edges == 2 * round(num_nodes * avg_degree / 2)``.
 
     Node data follow :func:`generate_sbm`: features ``centroid[class] + feature_noise *
