@@ -43,7 +43,8 @@ def parse_args(argv=None):
                         help="R-MAT edges generated per node (29: about the dcsbm graph's "
                              "50.5 per node after duplicates are dropped, at scale 17)")
     parser.add_argument("--parts", type=int, nargs="+", default=[16, 32, 64, 128, 256])
-    parser.add_argument("--calibrate", type=float, nargs="*", default=[0.02, 0.05, 0.1, 0.2],
+    parser.add_argument("--calibrate", type=float, nargs="*",
+                        default=[0.0, 0.01, 0.02, 0.05, 0.1],
                         help="mixings to partition into 10 parts against the published figure")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path,

@@ -26,7 +26,7 @@ MAX_ROUNDS = 40
 
 OGBN_PRODUCTS_NODES = 2_449_029
 OGBN_PRODUCTS_EDGES = 61_859_140  # undirected; 123,718,280 directed
-OGBN_PRODUCTS_MIXING = 0.1
+OGBN_PRODUCTS_MIXING = 0.02  # about one edge per node leaves its community (generate_dcsbm)
 
 PRESETS = {
     "ogbn-products": {
@@ -88,9 +88,14 @@ def generate_dcsbm(num_nodes: int | None = None, num_classes: int | None = None,
     most other real networks, which with a mean of 50.5 puts the smallest expected degree
     near 17. ``scale`` keeps a fraction of the nodes at the same average degree (so
     ``scale=0.05``: 122,451 nodes, 3,092,957 undirected edges). ``mixing`` is
-    :data:`OGBN_PRODUCTS_MIXING`; no published METIS edge cut of ogbn-products at 16 parts was
-    found in the sources at hand, so it is set by the argument in docs/planning.md ("A graph
-    that partitions like real ones"). Options given explicitly override the preset's.
+    :data:`OGBN_PRODUCTS_MIXING` = 0.02, about one edge of the average node (50.5 x 0.02)
+    leaving its community. No published METIS edge cut of ogbn-products at 16 parts was found
+    in the sources at hand; the one published partition figure found (METIS, 10 parts: 2,108,759
+    halo rows, 0.86 per node; github.com/dmlc/dgl/pull/3821) lies below what this model gives
+    at any mixing (METIS must split some of 47 equal communities), so the preset takes the
+    smallest mixing that still joins communities node by node; docs/planning.md ("A graph that
+    partitions like real ones") has the measurements. Options given explicitly override the
+    preset's.
 
     Raises:
         UsageError: an option out of range (one line naming it and its value), an unknown
