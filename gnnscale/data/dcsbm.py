@@ -126,6 +126,10 @@ def generate_dcsbm(num_nodes: int | None = None, num_classes: int | None = None,
     n, k = settings["num_nodes"], settings["num_classes"]
     degree, mix, gamma = settings["avg_degree"], settings["mixing"], settings["degree_exponent"]
     features = settings["num_features"]
+    numbers = {**settings, "max_degree": max_degree, "feature_noise": feature_noise}
+    for option, value in numbers.items():  # before any comparison: "abc" < 1 would raise
+        _check(value is None or (isinstance(value, (int, float, np.integer, np.floating))
+                                 and not isinstance(value, bool)), option, value, "a number")
     _check(isinstance(n, (int, np.integer)) and n >= 2, "num_nodes", n, "an integer >= 2")
     _check(isinstance(k, (int, np.integer)) and 1 <= k <= n, "num_classes", k,
            f"an integer in [1, num_nodes={n}]")

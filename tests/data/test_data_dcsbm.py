@@ -117,6 +117,8 @@ def test_large_graph_is_vectorised():
     ({"preset": "ogbn-products", "scale": 1.5}, ["scale", "1.5"]),
     ({"preset": "ogbn-products", "scale": 0.1, "num_nodes": 500}, ["num_nodes", "500"]),
     ({"scale": 0.5}, ["scale", "0.5"]),
+    ({"mixing": "lots"}, ["mixing", "'lots'"]),
+    ({"avg_degree": True}, ["avg_degree", "True"]),
 ])
 def test_bad_options_are_refused_in_one_line(options, fragments):
     with pytest.raises(UsageError) as caught:
