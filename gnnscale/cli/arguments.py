@@ -178,6 +178,10 @@ def add_optimisation_arguments(parser, default_epochs: int = 200) -> None:
                        help="seed for weights, partitioning and (with the rank) dropout")
 
 
+#: ``--halo-dtype`` choices: torch dtypes and the quantized formats of gnnscale.graph.quantize
+HALO_DTYPES = ("float32", "bfloat16", "int8", "int4", "int2")
+
+
 def add_distribution_arguments(parser) -> None:
     """How the graph is split over the ranks and how the ranks exchange halos."""
     from partitioning import PARTITIONERS
@@ -201,9 +205,12 @@ def add_distribution_arguments(parser) -> None:
                       help="where each rank computes (cuda: rank i uses GPU i mod GPUs on its "
                            "host; across ranks use --backend torch, whose NCCL moves GPU "
                            "tensors)")
-    dist.add_argument("--halo-dtype", default="float32", choices=("float32", "bfloat16"),
+    dist.add_argument("--halo-dtype", default="float32", choices=HALO_DTYPES,
                       help="dtype of halo rows and halo gradients on the wire (bfloat16 halves "
-                           "the bytes; results are then no longer bit-exact)")
+                           "the bytes; int8, int4, int2: that many bits per value plus a "
+                           "float32 scale and offset per row, stochastically rounded, CPU "
+                           "only; halo gradients go as int8 under int4 and int2; results are "
+                           "then no longer bit-exact)")
     dist.add_argument("--compute-dtype", default="float32", choices=("float32", "bfloat16"),
                       help="bfloat16: dense transforms under autocast (float32 accumulation, "
                            "loss, weights and optimiser state)")

@@ -33,6 +33,9 @@ def check_build_arguments(args) -> None:
         raise UsageError(f"--balance does not apply to --partitions {args.partitions}: the "
                          f"store is partitioned already (gnnscale partition --balance)")
     balance_params(args.balance, args.partitioner, "--partitioner")
+    if args.halo_dtype.startswith("int") and args.device == "cuda":
+        raise UsageError(f"--halo-dtype {args.halo_dtype} is not supported on cuda yet "
+                         f"(quantized halo rows are packed on the CPU); use float32 or bfloat16")
 
 
 def default_metric(metric: str | None, num_classes: int) -> str:
@@ -83,8 +86,11 @@ def build_trainer(args, comm) -> BuiltTrainer:
 
 def _configure_halo_plan(plan, args) -> None:
     """Overlap, message dtype and the simulated network of ``--no-overlap``, ``--halo-dtype``
-    and ``--simulate-network``."""
-    plan.configure(overlap=not args.no_overlap, message_dtype=getattr(torch, args.halo_dtype),
+    and ``--simulate-network``; quantized rows are rounded from ``--seed``."""
+    from ..graph.quantize import WIRE_FORMATS
+
+    wire = WIRE_FORMATS.get(args.halo_dtype) or getattr(torch, args.halo_dtype)
+    plan.configure(overlap=not args.no_overlap, message_dtype=wire, quantize_seed=args.seed,
                    simulate_network=args.simulate_network)
 
 

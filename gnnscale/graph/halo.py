@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from ..comm import Communicator, Work
+from .quantize import QuantizedWire, exchange_key
 from .staleness_netsim import SlowNetwork
 
 _UNCHANGED = object()
@@ -57,10 +58,13 @@ class HaloPlan:
     stats: CommStats = field(default_factory=CommStats)
     # how exchanges travel: read them here, set them with configure()
     overlap: bool = True
-    message_dtype: torch.dtype | None = None
+    message_dtype: torch.dtype | QuantizedWire | None = None
+    gradient_dtype: object = None
+    quantize_seed: int = 0
     align_posts: bool = False
     chunk_bytes: int | None = DEFAULT_CHUNK_BYTES
     _largest_rows: int | None = field(default=None, repr=False)
+    _quantized_posts: int = field(default=0, repr=False)
 
     @classmethod
     def from_part_view(cls, view, comm: Communicator, device="cpu") -> "HaloPlan":
@@ -77,6 +81,7 @@ class HaloPlan:
         return self.comm.size > 1
 
     def configure(self, *, overlap=_UNCHANGED, message_dtype=_UNCHANGED,
+                  gradient_dtype=_UNCHANGED, quantize_seed=_UNCHANGED,
                   simulate_network=_UNCHANGED, align_posts=_UNCHANGED,
                   chunk_bytes=_UNCHANGED) -> "HaloPlan":
         """Set how exchanges travel; arguments not given stay as they are. Returns the plan.
@@ -86,7 +91,17 @@ class HaloPlan:
                 False: every exchange is waited for right after it is posted (the same numbers,
                 all of the communication exposed; for measuring what overlap hides).
             message_dtype: dtype of the rows on the wire, e.g. ``torch.bfloat16`` halves the
-                bytes; rows arrive converted back. None (default): the rows' own dtype.
+                bytes, or a :class:`~.quantize.QuantizedWire` (8, 4 or 2 bits per value, a
+                scale and offset per row, stochastic rounding; CPU tensors only); rows
+                arrive converted back. None (default): the rows' own dtype.
+            gradient_dtype: the same for halo gradients (and everything else sent back
+                towards owners in backward). None (default): :func:`gradient_wire` of
+                ``message_dtype``: the same, except that int4 and int2 forward rows send
+                their gradients as int8.
+            quantize_seed: the run's seed, mixed with the rank and a counter of quantized
+                exchanges into each exchange's rounding key (:func:`~.quantize.exchange_key`);
+                setting it counts the exchanges from 0 again, so the same seed on the same
+                partition gives the same bits. Default 0.
             simulate_network: ``(latency_s, bytes_per_s)``: every exchange completes no earlier
                 than its latency plus its bytes over that bandwidth after it was posted (a
                 simulated slow network, :mod:`.staleness_netsim`); None: the real network.
@@ -101,10 +116,13 @@ class HaloPlan:
         if overlap is not _UNCHANGED:
             self.overlap = bool(overlap)
         if message_dtype is not _UNCHANGED:
-            if message_dtype is not None and not isinstance(message_dtype, torch.dtype):
-                raise ValueError(f"message_dtype must be a torch.dtype or None, got "
-                                 f"{message_dtype!r}")
+            _check_wire(message_dtype, "message_dtype")
             self.message_dtype = message_dtype
+        if gradient_dtype is not _UNCHANGED:
+            _check_wire(gradient_dtype, "gradient_dtype")
+            self.gradient_dtype = gradient_dtype
+        if quantize_seed is not _UNCHANGED:  # and the exchanges are counted from 0 again
+            self.quantize_seed, self._quantized_posts = int(quantize_seed), 0
         if simulate_network is not _UNCHANGED:
             real = self.comm.inner if isinstance(self.comm, SlowNetwork) else self.comm
             self.comm = real if simulate_network is None else SlowNetwork(real,
@@ -144,15 +162,36 @@ class HaloPlan:
             return self.recv_counts, self.send_counts
         return self.send_counts, self.recv_counts
 
-    def post(self, rows: torch.Tensor, send_counts, recv_counts) -> Work:
+    def wire_dtype(self, gradient: bool = False):
+        """What rows of this plan travel as: :attr:`message_dtype`, or for gradients
+        :attr:`gradient_dtype` (None: :func:`gradient_wire` of the message dtype)."""
+        if not gradient:
+            return self.message_dtype
+        return self.gradient_dtype if self.gradient_dtype is not None \
+            else gradient_wire(self.message_dtype)
+
+    def post(self, rows: torch.Tensor, send_counts, recv_counts, *,
+             gradient: bool = False) -> Work:
         """Start an alltoallv of ``rows`` (block ``q`` to rank ``q``) as configured; ``wait()``
-        gives the received rows in ``rows``' dtype. Counted in :attr:`stats`."""
+        gives the received rows in ``rows``' dtype. ``gradient``: the rows are gradients
+        travelling in backward (they go as :meth:`wire_dtype` says). Counted in
+        :attr:`stats` (the bytes on the wire, metadata of quantized rows included)."""
         if self.align_posts:
             self.comm.barrier()
-        wire = rows if self.message_dtype in (None, rows.dtype) else rows.to(self.message_dtype)
+        dtype = self.wire_dtype(gradient)
+        if isinstance(dtype, QuantizedWire):
+            key = exchange_key(self.quantize_seed, self.comm.rank, self._quantized_posts)
+            self._quantized_posts += 1
+            wire = dtype.encode(rows, key)
+        else:
+            wire = rows if dtype in (None, rows.dtype) else rows.to(dtype)
         self.stats.halo_bytes_sent += wire.numel() * wire.element_size()
         self.stats.exchanges += 1
         work = self.comm.alltoallv_async(wire.contiguous(), send_counts, recv_counts)
+        if isinstance(dtype, QuantizedWire):
+            row_shape, out_dtype = tuple(rows.shape[1:]), rows.dtype
+            return Work(lambda: dtype.decode(work.wait(), row_shape, out_dtype),
+                        test_fn=work.test)
         if wire.dtype == rows.dtype:
             return work
         return Work(lambda: work.wait().to(rows.dtype), test_fn=work.test)
@@ -171,7 +210,7 @@ class HaloPlan:
 
     def post_backward(self, halo_grad: torch.Tensor) -> Work:
         """Start returning halo gradients to their owners; ``wait()`` gives the sent-row grads."""
-        return self.post(halo_grad, *self.counts(reverse=True))
+        return self.post(halo_grad, *self.counts(reverse=True), gradient=True)
 
     def wait(self, work: Work) -> torch.Tensor:
         """Complete ``work``, charging the blocked time to ``stats.halo_wait_s``."""
@@ -197,6 +236,22 @@ class HaloPlan:
                 columns.index_select(0, positions), self.send_index)):
             raise ValueError("send_positions: a sent row is not among the columns given")
         return positions
+
+
+def gradient_wire(message_dtype):
+    """The wire format of halo gradients when only the rows' is set: the same, except that
+    rows quantized to 4 or 2 bits send their gradients as int8 (``benchmarks/
+    quantized_halo_gradients.py``: same-width int2 gradients cost accuracy that int8
+    gradients keep)."""
+    if isinstance(message_dtype, QuantizedWire) and message_dtype.bits < 8:
+        return QuantizedWire(8)
+    return message_dtype
+
+
+def _check_wire(dtype, name: str) -> None:
+    if dtype is not None and not isinstance(dtype, (torch.dtype, QuantizedWire)):
+        raise ValueError(f"{name} must be a torch.dtype, a QuantizedWire or None, got "
+                         f"{dtype!r}")
 
 
 class HaloExchange(torch.autograd.Function):

@@ -41,6 +41,17 @@ from .halo import HaloPlan
 POLICIES = ("exact", "pipelined", "delayed", "local")
 FEATURES = "features"   # owner -> replica rows used in forward (frozen by `local`)
 TO_OWNER = "to_owner"   # anything summed into owners: halo gradients, partial sums (dropped)
+#: the directions of an exchange key ``(slot, direction)`` that carry gradients (backward);
+#: they travel as the plan's gradient wire dtype (:meth:`HaloPlan.wire_dtype`)
+GRADIENT_DIRECTIONS = ("bwd", "bwd_sum")
+
+
+def _post(plan: HaloPlan, key, rows: torch.Tensor, reverse: bool, counts=None):
+    """Post exchange ``key`` of ``rows`` (detached) on ``plan``, with the plan's counts or
+    ``counts`` = ``(send_counts, recv_counts)``."""
+    send_counts, recv_counts = counts if counts is not None else plan.counts(reverse=reverse)
+    return plan.post(rows.detach(), send_counts, recv_counts,
+                     gradient=key[1] in GRADIENT_DIRECTIONS)
 
 
 class StalenessPolicy:
@@ -86,7 +97,7 @@ class StalenessPolicy:
         replicas back to owners; ``kind`` is :data:`FEATURES` or :data:`TO_OWNER`. Returns a
         handle for :meth:`finish`."""
         self._ages.append(0)
-        return plan.post(rows.detach(), *plan.counts(reverse=reverse))
+        return _post(plan, key, rows, reverse)
 
     def finish(self, handle, plan: HaloPlan) -> torch.Tensor:
         """The rows exchange ``handle`` delivers (fresh or stale, as the policy decides)."""
@@ -105,7 +116,7 @@ class ExactPolicy(StalenessPolicy):
     aggregation's default when no policy is set, and in evaluation)."""
 
     def start(self, key, rows, plan, *, reverse, kind):
-        return plan.post(rows.detach(), *plan.counts(reverse=reverse))
+        return _post(plan, key, rows, reverse)
 
 
 class _Done:
@@ -121,8 +132,8 @@ class _StalePolicy(StalenessPolicy):
     def finish(self, handle, plan):
         return handle.value
 
-    def _sync(self, rows, plan, reverse):
-        return plan.wait(plan.post(rows.detach(), *plan.counts(reverse=reverse)))
+    def _sync(self, key, rows, plan, reverse):
+        return plan.wait(_post(plan, key, rows, reverse))
 
 
 class PipelinedPolicy(_StalePolicy):
@@ -142,7 +153,7 @@ class PipelinedPolicy(_StalePolicy):
     def start(self, key, rows, plan, *, reverse, kind):
         state = self.states.get(key)
         if state is None:  # first use: nothing stale yet, fetch synchronously
-            value = self._sync(rows, plan, reverse)
+            value = self._sync(key, rows, plan, reverse)
             self.states[key] = {"used": value, "pending": None}
             self._ages.append(0)
             return _Done(value)
@@ -151,7 +162,7 @@ class PipelinedPolicy(_StalePolicy):
         used = received if not self.gamma else \
             self.gamma * state["used"] + (1.0 - self.gamma) * received.to(state["used"].dtype)
         state["used"] = used
-        state["pending"] = plan.post(rows.detach(), *plan.counts(reverse=reverse))
+        state["pending"] = _post(plan, key, rows, reverse)
         self._ages.append(1)
         return _Done(used)
 
@@ -201,7 +212,7 @@ class DelayedPolicy(_StalePolicy):
     def start(self, key, rows, plan, *, reverse, kind):
         state = self.states.get(key)
         if state is None:
-            value = self._sync(rows, plan, reverse).clone()
+            value = self._sync(key, rows, plan, reverse).clone()
             self.states[key] = {"buffer": value, "sent_epoch": [self.epoch] * self.rounds,
                                 "pending": deque()}
             self._ages.append(0)
@@ -213,8 +224,8 @@ class DelayedPolicy(_StalePolicy):
             buffer[recv_pos[bucket]] = plan.wait(work).to(buffer.dtype)
             state["sent_epoch"][bucket] = sent_epoch
         bucket = self.epoch % self.rounds
-        work = plan.post(rows.detach().index_select(0, send_pos[bucket]), send_counts[bucket],
-                         recv_counts[bucket])
+        work = _post(plan, key, rows.index_select(0, send_pos[bucket]), reverse,
+                     (send_counts[bucket], recv_counts[bucket]))
         pending.append((self.epoch, bucket, work))
         self._ages.append(max(self.epoch - e for e in state["sent_epoch"]))
         return _Done(buffer)
@@ -233,7 +244,7 @@ class LocalPolicy(_StalePolicy):
     def start(self, key, rows, plan, *, reverse, kind):
         state = self.states.get(key)
         if state is None:
-            value = self._sync(rows, plan, reverse)
+            value = self._sync(key, rows, plan, reverse)
             self.states[key] = {"value": value, "epoch": self.epoch}
             self._ages.append(0)
             return _Done(value)

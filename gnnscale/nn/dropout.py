@@ -25,9 +25,10 @@ from numba import njit, prange
 from torch.nn import functional as F
 
 from ..graph.bf16_bits import kernel_array, kernel_empty, store, to_float, to_tensor
+from ..graph.quantize import GOLDEN as _GOLDEN
+from ..graph.quantize import splitmix64 as _splitmix64
 
 _WORDS = 65536
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _generator = np.random.default_rng(0)
 
 
@@ -45,13 +46,6 @@ def get_state() -> dict:
 def set_state(state: dict) -> None:
     """Restore a state returned by :func:`get_state`."""
     _generator.bit_generator.state = state
-
-
-@njit(inline="always")
-def _splitmix64(z):  # pragma: no cover - compiled
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
 
 
 #: elements per task: 1,024 hashes of 4 16-bit words each; the mask of element ``e`` comes
