@@ -37,7 +37,8 @@ layer aggregating raw features). GAT exchanges width ``H C + H`` and works per e
 while the exchange travels, the halo's after it. A vertex cut
 (DistGNN) exchanges twice per aggregation (master -> mirrors, partial sums -> masters) around
 its local product, without overlap. Every layer and pass of a rank also costs
-``layer_overhead_s`` (Python and autograd).
+``layer_overhead_s`` (Python and autograd), and every exchange ``exchange_overhead_s`` more
+time to travel (posting, progressing and completing it: fixed, whatever its size).
 
 **Caches.** A rank's share of its host's last-level cache is ``C = cache_bytes / ranks on the
 host``. Each op's constant moves from the one calibrated on cached data to the one calibrated
@@ -100,6 +101,7 @@ COMPUTE_KEYS = ("gamma_edge", "gamma_flop", "gamma_elem", "gamma_gather")
 # (``gamma_byte``: seconds per byte a dense transform streams from memory).
 MEMORY_KEYS = ("gamma_edge_mem", "gamma_elem_mem", "gamma_gather_mem", "gamma_byte")
 GLOBAL_KEYS = ("shm_alpha", "shm_beta", "layer_overhead_s")
+OPTIONAL_KEYS = ("exchange_overhead_s", "cache_bytes")  # absent from a file: the defaults
 MODELS = ("gcn", "sage", "gat")
 DEFAULT_COMPUTE = {"gamma_edge": 1.5e-9, "gamma_flop": 5e-11, "gamma_elem": 1e-9,
                    "gamma_gather": 3e-9}
@@ -210,6 +212,14 @@ class CostModel:
         shm_alpha: cost per message of a shared-memory alltoallv (s).
         shm_beta: cost per byte of a shared-memory alltoallv (s/B).
         layer_overhead_s: fixed cost per layer and pass (Python, autograd, allocation).
+        exchange_overhead_s: fixed cost of each halo exchange a rank takes part in beyond the
+            network's latency (posting, progressing and completing the alltoallv, and the
+            ranks being scheduled again for it), paid as time the exchange travels. 0 unless
+            measured: :func:`gnnscale.cli.calibrate.calibrate_in_job` fits it and
+            ``layer_overhead_s`` from two tiny steps of the job (an edge cut, one exchange
+            per aggregation, and a vertex cut, two); what it comes to across hosts is in
+            docs/planning.md, "Checked on shaped links" (benchmarks/tune_validation.py
+            --vcluster).
         bytes_per_value: bytes of a feature value on the wire (4: float32).
         cache_bytes: last-level cache of a host, shared by its ranks (0: no cache model, the
             cached constants for every size).
@@ -219,6 +229,7 @@ class CostModel:
     shm_alpha: float = 5e-6
     shm_beta: float = 2e-10
     layer_overhead_s: float = 1e-4
+    exchange_overhead_s: float = 0.0
     bytes_per_value: int = 4
     cache_bytes: float = 0.0
 
@@ -238,9 +249,8 @@ class CostModel:
             for key in MEMORY_KEYS:
                 if key in values:
                     _check_constant(f"compute[{threads}].{key}", values[key])
-        for key in GLOBAL_KEYS:
+        for key in GLOBAL_KEYS + OPTIONAL_KEYS:
             _check_constant(key, getattr(self, key))
-        _check_constant("cache_bytes", self.cache_bytes)
 
     def constants_for(self, threads: int) -> dict:
         """Compute constants for ``threads`` threads (see the module docstring), the memory
@@ -259,15 +269,15 @@ class CostModel:
     def to_dict(self) -> dict:
         """JSON-friendly constants (thread counts as string keys)."""
         return {"compute": {str(t): dict(v) for t, v in sorted(self.compute.items())},
-                **{k: getattr(self, k) for k in GLOBAL_KEYS},
-                "bytes_per_value": self.bytes_per_value, "cache_bytes": self.cache_bytes}
+                **{k: getattr(self, k) for k in GLOBAL_KEYS + OPTIONAL_KEYS},
+                "bytes_per_value": self.bytes_per_value}
 
     @classmethod
     def from_dict(cls, values: dict) -> "CostModel":
         """Inverse of :meth:`to_dict`; unknown, missing or negative constants are refused."""
         if not isinstance(values, dict):
             raise PartitionError(f"cost model must be a JSON object, got {type(values).__name__}")
-        optional = {"bytes_per_value", "cache_bytes"}
+        optional = {"bytes_per_value", *OPTIONAL_KEYS}
         known = {"compute", *optional, *GLOBAL_KEYS}
         unknown = sorted(set(values) - known)
         if unknown:
@@ -285,7 +295,7 @@ class CostModel:
                                  f"{sorted(compute)}") from None
         return cls(compute=compute, **{k: values[k] for k in GLOBAL_KEYS},
                    bytes_per_value=int(values.get("bytes_per_value", 4)),
-                   cache_bytes=values.get("cache_bytes", 0.0))
+                   **{k: values[k] for k in OPTIONAL_KEYS if k in values})
 
     def save(self, path) -> None:
         """Write the constants as JSON."""
@@ -423,7 +433,8 @@ def _sending(k: dict, xchg: _Exchange, n, width: float, cache: float) -> tuple:
     and the rest of the exchange's time."""
     pack = _rate(k, "gamma_gather", 4.0 * width * n, cache) * xchg.out_all * width
     cp = xchg.copy(width)
-    return pack, cp, np.maximum(0.0, xchg(width) - cp)
+    fixed = xchg.model.exchange_overhead_s if xchg.p > 1 else 0.0
+    return pack, cp, np.maximum(0.0, xchg(width) - cp) + fixed
 
 
 def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,

@@ -338,17 +338,16 @@ def calibrate_in_job(comm, threads: int, scale: float = 1.0, host_cores: int | N
     assumes before it spreads ranks over shared cores itself, and shares the memory system with
     the ranks that compute beside it, as in training; medians over the ranks.
 
-    ``layer_overhead_s`` comes from a training step of the whole job on a graph too small to
-    compute (2,000 nodes split round-robin): what it takes beyond the model's other terms
-    (exchanges, allreduce, compute, with every rank on this host's cores) is the fixed cost per
-    layer and pass of this job, where waking up after each wait on a loaded host is part of it.
+    ``layer_overhead_s`` and ``exchange_overhead_s`` come from training steps of the whole job
+    on a graph too small to compute (2,000 nodes, split round-robin, and by Libra where the
+    job has several ranks): what they take beyond the model's other terms (exchanges,
+    allreduce, compute, with every rank on this host's cores) is this job's fixed cost per
+    layer and pass and per exchange (the vertex cut exchanges twice as often), where waking
+    up after each wait on a loaded host is part of it.
     """
-    from planning.cost_model import Cluster, CostModel, ModelSpec, predict
-    from planning.workload import part_workload
+    from planning.cost_model import Cluster, CostModel, ModelSpec
 
     from ..data import load_dataset
-    from ..engine import LocalProblem, Trainer
-    from ..nn import GNN
 
     host_cores = host_cores or os.cpu_count() or 1
     turns = measuring_turns(comm.size, threads, host_cores)
@@ -370,8 +369,45 @@ def calibrate_in_job(comm, threads: int, scale: float = 1.0, host_cores: int | N
     costs = CostModel(compute={threads: median}, layer_overhead_s=0.0,
                       cache_bytes=float(last_level_cache_bytes()), **shm)
     data = load_dataset("sbm", num_nodes=2000)
-    node_parts = np.arange(data.num_nodes) % comm.size
-    problem = LocalProblem.from_graph_data(data, node_parts, comm)
+    spec = ModelSpec.build("gcn", data.num_features, 16, data.num_classes)
+    host = Cluster(ranks_per_host=comm.size, cores_per_rank=threads,
+                   host_cores=host_cores)  # every rank of the job on this host
+    # what a tiny step takes beyond the model's other terms: per layer and pass, and per
+    # exchange; an edge cut exchanges once per aggregation, a vertex cut twice, so the two
+    # steps tell the fixed costs apart
+    residuals = [_tiny_step_residual(comm, data, kind, spec, host, costs)
+                 for kind in (("edge_cut", "vertex_cut") if comm.size > 1 else ("edge_cut",))]
+    layers = 2 * spec.layers * host.oversubscription(comm.size)
+    (edge_res, edge_x), *vertex = residuals
+    if vertex and vertex[0][1] > edge_x:
+        vertex_res, vertex_x = vertex[0]
+        costs.exchange_overhead_s = max(0.0, (vertex_res - edge_res) / (vertex_x - edge_x))
+    costs.layer_overhead_s = max(0.0, (edge_res - edge_x * costs.exchange_overhead_s) / layers)
+    return costs
+
+
+def _tiny_step_residual(comm, data, kind: str, spec, host, costs) -> tuple[float, int]:
+    """(median training step of the whole job on ``data`` split round-robin (``edge_cut``) or
+    by Libra (``vertex_cut``) minus what ``costs`` (no fixed costs) predict for it, exchanges
+    per step). Collective."""
+    from partitioning import make_partitioner
+    from partitioning.base import Partition
+    from planning.cost_model import CostModel, predict
+    from planning.workload import part_workload
+
+    from ..engine import LocalProblem, Trainer
+    from ..engine.vertex_cut_problem import broadcast_vertex_cut_problem
+    from ..nn import GNN
+
+    if kind == "edge_cut":
+        node_parts = np.arange(data.num_nodes) % comm.size
+        partition = Partition(kind="edge_cut", num_parts=comm.size, num_nodes=data.num_nodes,
+                              node_parts=node_parts, method="round-robin")
+        problem = LocalProblem.from_graph_data(data, node_parts, comm)
+    else:
+        partition = make_partitioner("libra", num_parts=comm.size, seed=0).fit(data)
+        problem = broadcast_vertex_cut_problem(data, partition if comm.rank == 0 else None,
+                                               comm)
     torch.manual_seed(0)
     trainer = Trainer(GNN("gcn", data.num_features, 16, data.num_classes), problem, comm)
     times = []
@@ -380,18 +416,10 @@ def calibrate_in_job(comm, threads: int, scale: float = 1.0, host_cores: int | N
         t0 = time.perf_counter()
         trainer.train_step()
         times.append(comm.allreduce_scalar(time.perf_counter() - t0, op="max"))
-    from partitioning.base import Partition
-
-    partition = Partition(kind="edge_cut", num_parts=comm.size, num_nodes=data.num_nodes,
-                          node_parts=node_parts, method="round-robin")
-    spec = ModelSpec.build("gcn", data.num_features, 16, data.num_classes)
-    host = Cluster(ranks_per_host=comm.size, cores_per_rank=threads,
-                   host_cores=host_cores)  # every rank of the job on this host
-    modelled = predict(part_workload(data, partition), spec, host, costs)
-    # the model spreads each layer's fixed cost over the shared cores as it spreads the work
-    costs.layer_overhead_s = max(0.0, (float(np.median(times[5:])) - modelled["step_s"])
-                                 / (2 * spec.layers * host.oversubscription(comm.size)))
-    return costs
+    fixed_free = CostModel.from_dict({**costs.to_dict(), "layer_overhead_s": 0.0,
+                                      "exchange_overhead_s": 0.0})
+    modelled = predict(part_workload(data, partition), spec, host, fixed_free)
+    return float(np.median(times[5:])) - modelled["step_s"], modelled["exchanges_step"]
 
 
 if __name__ == "__main__":
