@@ -87,15 +87,17 @@ def generate_dcsbm(num_nodes: int | None = None, num_classes: int | None = None,
     exponent; the preset uses 2.5, the middle of the 2-3 range of product co-purchase and
     most other real networks, which with a mean of 50.5 puts the smallest expected degree
     near 17. ``scale`` keeps a fraction of the nodes at the same average degree (so
-    ``scale=0.05``: 122,451 nodes, 3,092,957 undirected edges). ``mixing`` is
+    ``scale=0.05``: 122,451 nodes, 3,092,946 undirected edges). ``mixing`` is
     :data:`OGBN_PRODUCTS_MIXING` = 0.02, about one edge of the average node (50.5 x 0.02)
     leaving its community. No published METIS edge cut of ogbn-products at 16 parts was found
-    in the sources at hand; the one published partition figure found (METIS, 10 parts: 2,108,759
-    halo rows, 0.86 per node; github.com/dmlc/dgl/pull/3821) lies below what this model gives
-    at any mixing (METIS must split some of 47 equal communities), so the preset takes the
-    smallest mixing that still joins communities node by node; docs/planning.md ("A graph that
-    partitions like real ones") has the measurements. Options given explicitly override the
-    preset's.
+    in the sources at hand; the one published partition figure found is METIS's
+    communication volume at 10 parts, 2,108,759 halo rows or 0.86 per node
+    (github.com/dmlc/dgl/pull/3821). On this model at 131,072 nodes METIS gives 0.73 halo rows
+    per node at mixing 0.01 and 1.15 at 0.02 (benchmarks/community_graph_cut.py); the preset
+    takes the round value above the figure, erring towards more communication, rather than
+    an interpolated 0.013 that one figure at one part count does not pin down;
+    docs/planning.md ("A graph that partitions like real ones") has the measurements.
+    Options given explicitly override the preset's.
 
     Raises:
         UsageError: an option out of range (one line naming it and its value), an unknown
