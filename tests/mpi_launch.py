@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import signal
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -66,3 +68,18 @@ def gnnscale_cli(nprocs: int | None, args: list[str], timeout: float = 300,
     if nprocs is None:
         return run_command(cli, timeout, env=mpi_env(env))
     return run_mpi(nprocs, cli, timeout=timeout, env=env)
+
+
+def concurrently(*calls):
+    """Call each of ``calls`` (functions of no arguments that launch a process), as many at
+    once as this machine has cores (a launch spends its first seconds importing torch on one
+    core); their results in order."""
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        return [future.result() for future in [pool.submit(call) for call in calls]]
+
+
+def gnnscale_cli_many(nprocs: int | None, args_list: list[list[str]], timeout: float = 300,
+                      env: dict | None = None) -> list[subprocess.CompletedProcess]:
+    """:func:`gnnscale_cli` once per argument list, :func:`concurrently`; results in order."""
+    return concurrently(*(functools.partial(gnnscale_cli, nprocs, args, timeout, env)
+                          for args in args_list))

@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 
-from mpi_launch import gnnscale_cli
+from mpi_launch import concurrently, gnnscale_cli
 from test_cli_train import assert_one_line_error
 
 pytestmark = pytest.mark.timeout(900)
@@ -70,19 +70,26 @@ def test_partition_from_the_folder_then_train(converted, tmp_path):
 
 
 def test_bad_input_is_one_line(converted, tmp_path):
-    assert_one_line_error(gnnscale_cli(None, ["convert", *SOURCE, "--out", str(converted)]),
-                          str(converted), "already exists")
-    assert_one_line_error(gnnscale_cli(None, ["convert", "--dataset", "/no/such/graph",
-                                              "--out", str(tmp_path / "x")]), "/no/such/graph")
-    assert not (tmp_path / "x").exists()
-    assert_one_line_error(gnnscale_cli(None, ["partition", "--dataset", str(converted),
-                                              "--parts", "600", "--out", str(tmp_path / "s")]),
-                          "600")
     damaged = tmp_path / "damaged"
-    gnnscale_cli(None, ["convert", "--dataset", str(converted), "--out", str(damaged)])
+    exists, missing, too_many, copied = concurrently(
+        lambda: gnnscale_cli(None, ["convert", *SOURCE, "--out", str(converted)]),
+        lambda: gnnscale_cli(None, ["convert", "--dataset", "/no/such/graph", "--out",
+                                    str(tmp_path / "x")]),
+        lambda: gnnscale_cli(None, ["partition", "--dataset", str(converted), "--parts", "600",
+                                    "--out", str(tmp_path / "s")]),
+        lambda: gnnscale_cli(None, ["convert", "--dataset", str(converted), "--out",
+                                    str(damaged)]))
+    assert_one_line_error(exists, str(converted), "already exists")
+    assert_one_line_error(missing, "/no/such/graph")
+    assert not (tmp_path / "x").exists()
+    assert_one_line_error(too_many, "600")
+    assert copied.returncode == 0, copied.stderr
     with open(damaged / "indptr.npy", "r+b") as fh:
         fh.truncate(64)
-    for nprocs in (None, 2):
-        assert_one_line_error(gnnscale_cli(nprocs, ["train", "--dataset", str(damaged),
-                                                     *TRAIN]), "indptr.npy", "truncated")
-    assert_one_line_error(gnnscale_cli(None, ["info", str(damaged)]), "indptr.npy")
+    one, two, info = concurrently(
+        *(lambda n=nprocs: gnnscale_cli(n, ["train", "--dataset", str(damaged), *TRAIN])
+          for nprocs in (None, 2)),
+        lambda: gnnscale_cli(None, ["info", str(damaged)]))
+    for result in (one, two):
+        assert_one_line_error(result, "indptr.npy", "truncated")
+    assert_one_line_error(info, "indptr.npy")

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from mpi_launch import gnnscale_cli
-from test_cli_train import assert_one_line_error
+from mpi_launch import gnnscale_cli, gnnscale_cli_many
+from test_cli_train import assert_one_line_error, assert_one_line_errors
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -24,11 +24,12 @@ EARLY_ERRORS = [
 
 
 @pytest.mark.parametrize("nprocs", [None, 2])
-@pytest.mark.parametrize("extra,fragments", EARLY_ERRORS)
-def test_option_errors_come_before_the_dataset_is_loaded(nprocs, extra, fragments):
-    result = gnnscale_cli(nprocs, ["train", *MISSING, *extra], timeout=120)
-    assert_one_line_error(result, *fragments)
-    assert "/no/such/dataset" not in result.stderr  # the data was never touched
+def test_option_errors_come_before_the_dataset_is_loaded(nprocs):
+    results = gnnscale_cli_many(nprocs, [["train", *MISSING, *extra]
+                                         for extra, _ in EARLY_ERRORS], timeout=120)
+    assert_one_line_errors(EARLY_ERRORS, results)
+    for result in results:  # the data was never touched
+        assert "/no/such/dataset" not in result.stderr, result.args
 
 
 def test_resume_with_no_checkpoint_says_so_and_starts_at_epoch_one(tmp_path):
@@ -61,10 +62,11 @@ def test_every_output_creates_its_folders(tmp_path, datasets_root):
 
 
 def test_version_and_help_text():
-    version = gnnscale_cli(None, ["--version"])
+    commands = ("train", "partition", "tune", "info", "plot", "convert")
+    version, *helps = gnnscale_cli_many(None, [["--version"], *([c, "--help"] for c in commands)])
     assert version.returncode == 0 and re.fullmatch(r"gnnscale \S+\n", version.stdout)
-    for command in ("train", "partition", "tune", "info", "plot", "convert"):
-        text = gnnscale_cli(None, [command, "--help"]).stdout
+    for command, result in zip(commands, helps, strict=True):
+        text = result.stdout
         assert "(default: None)" not in text, command
         options = re.split(r"\n  (?=-)", text)  # one chunk per option's help
         for chunk in options:
@@ -72,10 +74,10 @@ def test_version_and_help_text():
 
 
 def test_header_and_errors_read_well(tmp_path, datasets_root):
-    one = gnnscale_cli(None, ["train", *SMALL, "--epochs", "1"])
+    one, missing = gnnscale_cli_many(None, [
+        ["train", *SMALL, "--epochs", "1"],
+        ["train", "--dataset", "cora", "--data-root", str(tmp_path), "--epochs", "1"]])
     assert ", 1 rank" in one.stdout and "1 ranks" not in one.stdout
-    missing = gnnscale_cli(None, ["train", "--dataset", "cora", "--data-root",
-                                  str(tmp_path), "--epochs", "1"])
     assert_one_line_error(missing, "not found under data root", "--data-root")
     assert "root=" not in missing.stderr  # Python's argument is not the command line's
 
@@ -83,12 +85,11 @@ def test_header_and_errors_read_well(tmp_path, datasets_root):
 def test_binary_tasks_pick_the_best_epoch_by_roc_auc_and_say_so(datasets_root):
     args = ["train", "--dataset", "minesweeper", "--data-root", str(datasets_root), "--epochs",
             "3", "--threads", "1"]
-    default = gnnscale_cli(None, args)
+    default, chosen = gnnscale_cli_many(None, [args, [*args, "--metric", "acc"]])
     assert default.returncode == 0, default.stderr
     head = default.stdout.splitlines()[:4]
     assert any("picked by validation ROC AUC" in line for line in head), head
     assert "best val_auc" in default.stdout and "val_auc" in default.stdout.split("epoch    1")[1]
-    chosen = gnnscale_cli(None, [*args, "--metric", "acc"])
     assert "ROC AUC" not in chosen.stdout and "best val_acc" in chosen.stdout
 
 

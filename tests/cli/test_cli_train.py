@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from mpi_launch import gnnscale_cli
+from mpi_launch import gnnscale_cli, gnnscale_cli_many
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -20,10 +20,21 @@ def assert_one_line_error(result, *fragments):
         assert fragment in lines[0], (fragment, lines[0])
 
 
+def assert_one_line_errors(cases, results):
+    """:func:`assert_one_line_error` for each ``(extra, fragments)`` case and its launch's
+    result; one failure names every case that failed."""
+    failures = []
+    for (extra, fragments), result in zip(cases, results, strict=True):
+        try:
+            assert_one_line_error(result, *fragments)
+        except AssertionError as exc:
+            failures.append(f"{' '.join(extra)}: {exc!r}")
+    assert not failures, "\n".join(failures)
+
+
 def test_help_lists_every_option_with_its_default():
-    top = gnnscale_cli(None, ["--help"])
+    top, result = gnnscale_cli_many(None, [["--help"], ["train", "--help"]])
     assert top.returncode == 0 and "train" in top.stdout
-    result = gnnscale_cli(None, ["train", "--help"])
     assert result.returncode == 0
     for option, default in [("--epochs", "200"), ("--hidden", "16"), ("--lr", "0.01"),
                             ("--weight-decay", "0.0005"), ("--partitioner", "metis"),
@@ -67,10 +78,10 @@ BAD_ARGS = [
 
 
 @pytest.mark.parametrize("nprocs", [None, 2])
-@pytest.mark.parametrize("extra,fragments", BAD_ARGS)
-def test_bad_arguments_fail_with_one_line_on_every_rank(nprocs, extra, fragments):
-    result = gnnscale_cli(nprocs, ["train", "--epochs", "2", *extra], timeout=120)
-    assert_one_line_error(result, *fragments)
+def test_bad_arguments_fail_with_one_line_on_every_rank(nprocs):
+    results = gnnscale_cli_many(nprocs, [["train", "--epochs", "2", *extra]
+                                         for extra, _ in BAD_ARGS], timeout=120)
+    assert_one_line_errors(BAD_ARGS, results)
 
 
 def test_planetoid_folder_with_a_missing_file(tmp_path, datasets_root):
