@@ -65,3 +65,30 @@ def test_quantized_steps_send_fewer_bytes(results, path):
     narrower = 0.8 if path.endswith("blocks") else 0.5
     assert (int8[sent] < narrower * full[sent]).all() and (int2[sent] < int8[sent]).all()
     assert (int8[~sent] == 0).all() and (int2[~sent] == 0).all()
+
+
+@pytest.mark.timeout(600)
+def test_metrics_file_reports_the_smaller_bytes(tmp_path, datasets_root):
+    """`gnnscale train --halo-dtype int2`: each epoch record and each rank's summary count the
+    bytes that went on the wire, under half of float32's (rows 4 + 8 bytes per 16 values
+    against 64; gradients as int8, 16 + 8)."""
+    import json
+
+    from mpi_launch import gnnscale_cli_many
+
+    runs = {}
+    args = {dtype: ["train", "--dataset", "cora", "--data-root", str(datasets_root),
+                    "--epochs", "2", "--halo-dtype", dtype,
+                    "--metrics-out", str(tmp_path / f"{dtype}.jsonl")]
+            for dtype in ("float32", "int2")}
+    for dtype, result in zip(args, gnnscale_cli_many(2, list(args.values()), timeout=500)):
+        assert result.returncode == 0, result.stderr[-3000:]
+        lines = [json.loads(line) for line in (tmp_path / f"{dtype}.jsonl").read_text()
+                 .splitlines()]
+        runs[dtype] = ([line["halo_bytes_sent"] for line in lines if "epoch" in line
+                        and "halo_bytes_sent" in line],
+                       [rank["halo_bytes_per_epoch"] for rank in lines[-1]["per_rank"]])
+    (full_epochs, full_ranks), (int2_epochs, int2_ranks) = runs["float32"], runs["int2"]
+    assert len(full_epochs) == len(int2_epochs) == 2 and min(full_epochs) > 0
+    assert all(0 < q < 0.5 * f for q, f in zip(int2_epochs, full_epochs))
+    assert all(0 < q < 0.5 * f for q, f in zip(int2_ranks, full_ranks))
