@@ -33,18 +33,34 @@ def mpi_env(extra: dict | None = None) -> dict:
     return env
 
 
+def kill_session(sid: int) -> None:
+    """SIGKILL every process of session ``sid``: mpirun's ranks each run in a process group of
+    their own, so killing mpirun's group would leave them running."""
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                if os.getsid(int(entry.name)) == sid:
+                    os.kill(int(entry.name), signal.SIGKILL)
+            except OSError:  # gone meanwhile
+                pass
+
+
 def run_command(cmd: list[str], timeout: float, env: dict | None = None,
                 cwd: str | Path | None = None) -> subprocess.CompletedProcess:
-    """Run ``cmd`` in its own process group; on timeout kill the whole group and raise."""
+    """Run ``cmd`` in a session of its own; on timeout kill every process of the session and
+    raise. Interrupted otherwise (the test's own timeout, Ctrl-C), it leaves nothing running."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env or mpi_env(), cwd=cwd or REPO_ROOT, start_new_session=True)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+        kill_session(proc.pid)
         out, err = proc.communicate()
         raise AssertionError(f"timed out after {timeout}s: {' '.join(cmd)}\nstdout:\n{out}\n"
                              f"stderr:\n{err}") from None
+    except BaseException:
+        kill_session(proc.pid)
+        raise
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
