@@ -320,8 +320,8 @@ class VirtualCluster:
 
     def _write_agent(self) -> None:
         """The ssh stand-in: ``agent [ssh options] HOST COMMAND...`` runs COMMAND on HOST."""
-        cases = "\n".join(f'  {h.name}|{h.address}) pidfile="{self.folder}/{h.name}.pid";;'
-                          for h in self.hosts)
+        cases = "\n".join(f'  {h.name}|{h.address}) pidfile="{self.folder}/{h.name}.pid"; '
+                          f'cpus="{self._cpus(i) or ""}";;' for i, h in enumerate(self.hosts))
         self.agent.write_text(f"""#!/bin/sh
 # ssh stand-in for the virtual cluster {self.name}: agent [ssh options] HOST COMMAND...
 # runs COMMAND with /bin/sh inside HOST's namespaces (network, host name, mounts), in a
@@ -339,10 +339,11 @@ case "$host" in
   *) echo "virtual cluster {self.name}: no host '$host' (hosts: {' '.join(h.name for h in self.hosts)})" >&2; exit 255;;
 esac
 pid=$(cat "$pidfile" 2>/dev/null) || {{ echo "virtual cluster {self.name}: host '$host' is down" >&2; exit 255; }}
-# as ssh does: a login environment, not the caller's (mpirun -x forwards what ranks need)
+# as ssh does: a login environment, not the caller's (mpirun -x forwards what ranks need),
+# on the host's own cores where the cluster gives each host its own
 exec env -i HOME="$HOME" USER="$USER" LOGNAME="$LOGNAME" SHELL=/bin/sh LANG="${{LANG:-C.UTF-8}}" \
   PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-  nsenter -t "$pid" -n -u -m -- /bin/sh -c "$*"
+  ${{cpus:+taskset -c $cpus}} nsenter -t "$pid" -n -u -m -- /bin/sh -c "$*"
 """)
         self.agent.chmod(0o755)
 
@@ -524,8 +525,9 @@ exec env -i HOME="$HOME" USER="$USER" LOGNAME="$LOGNAME" SHELL=/bin/sh LANG="${{
         caller's environment, as a user's shell on that host has its own."""
         folder = shlex.quote(str(cwd or os.getcwd()))
         pid = (self.folder / f"{self.host(host).name}.pid").read_text().strip()
-        return ["nsenter", "-t", pid, "-n", "-u", "-m", "--", "/bin/sh", "-c",
-                f"cd {folder} && exec {shlex.join(argv)}"]
+        cpus = self._cpus(self.hosts.index(self.host(host)))
+        return ([*(["taskset", "-c", cpus] if cpus else []), "nsenter", "-t", pid, "-n", "-u",
+                 "-m", "--", "/bin/sh", "-c", f"cd {folder} && exec {shlex.join(argv)}"])
 
     def popen(self, host: str, argv: list[str], cwd=None, **kwargs) -> subprocess.Popen:
         """Start ``argv`` on ``host`` (its own process group, so it can be signalled whole)."""

@@ -194,3 +194,18 @@ def test_the_docs_commands_run_as_written(tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "done: 2 epochs" in done.stdout
+
+
+def test_cores_per_host_pin_everything_a_host_runs():
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2:
+        pytest.skip("needs 2 cores")
+    probe = [sys.executable, "-c", "import os, socket; print(socket.gethostname(), "
+             "sorted(os.sched_getaffinity(0)))"]
+    with VirtualCluster(hosts=2, cores_per_host=1, name=f"t{os.getpid()}pin") as pinned:
+        direct = [pinned.run(h.name, probe, timeout=60).stdout.strip() for h in pinned.hosts]
+        launched = pinned.run("node0", pinned.mpirun_argv(1) + probe, timeout=120)
+    expected = [f"node0 [{cores[0]}]", f"node1 [{cores[1]}]"]
+    assert direct == expected
+    assert launched.returncode == 0, launched.stderr
+    assert sorted(launched.stdout.split("\n")[:2]) == expected, launched.stdout
