@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import socket
 import sys
@@ -186,3 +187,15 @@ def _abort_job(code: int) -> None:
             sys.stdout.flush()
             sys.stderr.flush()
             MPI.COMM_WORLD.Abort(code)
+
+
+def mpirun_words(ranks: int) -> list[str]:
+    """``mpirun -n RANKS`` as it runs on this machine: with ``--oversubscribe`` where there are
+    more ranks than cores, and ``--allow-run-as-root`` for root (Open MPI refuses both
+    otherwise); for the commands gnnscale suggests."""
+    words = ["mpirun", "-n", str(ranks)]
+    if ranks > len(os.sched_getaffinity(0)):
+        words.append("--oversubscribe")
+    if os.geteuid() == 0:
+        words.append("--allow-run-as-root")
+    return words

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import shlex
+
 from . import memory_check
 from .arguments import add_dataset_arguments, balance_params, key_value, load_graph, positive_int
 from ..comm import env_rank
-from .common import formatter, say
+from .common import formatter, mpirun_words, say
 
 
 def method_params(args) -> dict:
@@ -92,8 +94,9 @@ def run(args) -> int:
             builder.close()
     size = sum(e["bytes"] for e in manifest["parts"]) + sum(
         e["bytes"] for e in manifest["files"].values())
-    say(f"wrote {args.out}: {args.parts} parts, {size / 2**20:,.1f} MiB "
-        f"(run: mpirun -n {args.parts} gnnscale train --partitions {args.out})")
+    run = shlex.join([*mpirun_words(args.parts), "gnnscale", "train", "--partitions",
+                      str(args.out)])
+    say(f"wrote {args.out}: {args.parts} parts, {size / 2**20:,.1f} MiB (run: {run})")
     say(f"done in {clock.report()}")
     return 0
 

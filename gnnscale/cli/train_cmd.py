@@ -14,7 +14,7 @@ from .arguments import (DEFAULT_CHECKPOINT_EVERY, add_evaluation_arguments,
                         add_output_arguments, add_training_arguments)
 from .build import build_trainer, check_build_arguments
 from . import memory_check
-from .common import agreed_failure, formatter, interrupted, say
+from .common import agreed_failure, formatter, interrupted, mpirun_words, say
 from .progress import print_line, progress_bar
 from .report import format_profile_table, format_time_table, run_summary
 
@@ -165,7 +165,7 @@ def resume_command(argv, ranks: int) -> str | None:
     if argv is None:
         return None
     words = ["gnnscale", *argv, *(["--resume"] if "--resume" not in argv else [])]
-    launcher = ["mpirun", "-n", str(ranks)] if ranks > 1 else []
+    launcher = mpirun_words(ranks) if ranks > 1 else []
     return shlex.join([*launcher, *words])
 
 
