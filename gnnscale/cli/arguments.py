@@ -209,8 +209,8 @@ def add_distribution_arguments(parser) -> None:
                       help="dtype of halo rows and halo gradients on the wire (bfloat16 halves "
                            "the bytes; int8, int4, int2: that many bits per value plus a "
                            "float32 scale and offset per row, stochastically rounded, CPU "
-                           "only; halo gradients go as int8 under int4 and int2; results are "
-                           "then no longer bit-exact)")
+                           "only; halo gradients travel at the same width; results are then "
+                           "no longer bit-exact)")
     dist.add_argument("--compute-dtype", default="float32", choices=("float32", "bfloat16"),
                       help="bfloat16: dense transforms under autocast (float32 accumulation, "
                            "loss, weights and optimiser state)")

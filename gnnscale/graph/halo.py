@@ -96,8 +96,7 @@ class HaloPlan:
                 arrive converted back. None (default): the rows' own dtype.
             gradient_dtype: the same for halo gradients (and everything else sent back
                 towards owners in backward). None (default): :func:`gradient_wire` of
-                ``message_dtype``: the same, except that int4 and int2 forward rows send
-                their gradients as int8.
+                ``message_dtype``, i.e. the same as the rows.
             quantize_seed: the run's seed, mixed with the rank and a counter of quantized
                 exchanges into each exchange's rounding key (:func:`~.quantize.exchange_key`);
                 setting it counts the exchanges from 0 again, so the same seed on the same
@@ -239,12 +238,10 @@ class HaloPlan:
 
 
 def gradient_wire(message_dtype):
-    """The wire format of halo gradients when only the rows' is set: the same, except that
-    rows quantized to 4 or 2 bits send their gradients as int8 (``benchmarks/
-    quantized_halo_gradients.py``: same-width int2 gradients cost accuracy that int8
-    gradients keep)."""
-    if isinstance(message_dtype, QuantizedWire) and message_dtype.bits < 8:
-        return QuantizedWire(8)
+    """The wire format of halo gradients when only the rows' is set: the rows' own. Halo
+    gradients travel at the rows' width: with int2 and int4 rows, int8 gradients gave the
+    same accuracy as same-width ones on Cora and CiteSeer (``benchmarks/
+    quantized_halo_accuracy.py``), for more bytes; ``gradient_dtype`` sets them apart."""
     return message_dtype
 
 

@@ -33,6 +33,17 @@ float32), so each row is ``ceil(F * b / 8) + 8`` bytes and one ``alltoallv`` of 
 with the exchange's row counts carries codes and metadata together. Against float32 rows of
 64 values (256 bytes): int8 72, int4 40, int2 24 bytes.
 
+**Where.** :meth:`HaloPlan.post <gnnscale.graph.halo.HaloPlan.post>` encodes every exchange
+it is given, so every path that sends halo rows takes the format: the overlapped and the
+waited aggregation, column blocks (each block's piece of a row gets its own scale and offset),
+the GAT and SAGE-max posts, the staleness policies and the vertex cut's exchanges (partial
+sums in forward travel as rows, in backward as gradients). Halo *gradients* travel at the
+rows' width (:func:`~gnnscale.graph.halo.gradient_wire`): on Cora and CiteSeer GCN, 4 ranks,
+3 seeds (``benchmarks/quantized_halo_accuracy.py``), int2 rows with int2 gradients reached the
+same test accuracy as with int8 gradients, for 28% fewer bytes per step on Cora (docs/
+communication-avoiding.md, "Quantized halo exchange"); ``HaloPlan.configure(gradient_dtype=)``
+sends them wider.
+
 A row that holds an infinity or a NaN arrives as a row of NaNs (its offset is sent as NaN),
 so a diverging run shows it as float32 would. Rows of one value arrive exactly
 (``scale = 0``).

@@ -153,16 +153,17 @@ def test_plan_counts_the_bytes_on_the_wire(name, row_bytes):
         assert (halo - owned).abs().max() <= (owned.max() - owned.min()) / 3
 
 
-def test_gradients_travel_as_int8_under_int4_and_int2_unless_set():
-    assert gradient_wire(QuantizedWire(2)) == QuantizedWire(8)
-    assert gradient_wire(QuantizedWire(4)) == QuantizedWire(8)
-    assert gradient_wire(QuantizedWire(8)) == QuantizedWire(8)
-    assert gradient_wire(torch.bfloat16) == torch.bfloat16 and gradient_wire(None) is None
+def test_gradients_travel_at_the_rows_width_unless_set():
+    for wire in (QuantizedWire(2), QuantizedWire(4), QuantizedWire(8), torch.bfloat16, None):
+        assert gradient_wire(wire) == wire
     plan = _plan(4).configure(message_dtype=QuantizedWire(2))
     plan.wait(plan.post_backward(torch.randn(4, 16)))
-    assert plan.stats.halo_bytes_sent == 4 * (16 + 8)
-    plan.configure(gradient_dtype=QuantizedWire(2))
-    assert plan.wire_dtype(gradient=True) == QuantizedWire(2)
+    assert plan.stats.halo_bytes_sent == 4 * (4 + 8)
+    plan.configure(gradient_dtype=QuantizedWire(8))
+    assert plan.wire_dtype(gradient=True) == QuantizedWire(8)
+    assert plan.wire_dtype(gradient=False) == QuantizedWire(2)
+    plan.wait(plan.post_backward(torch.randn(4, 16)))
+    assert plan.stats.halo_bytes_sent == 4 * (4 + 8) + 4 * (16 + 8)
     with pytest.raises(ValueError, match="gradient_dtype"):
         plan.configure(gradient_dtype="int2")
 

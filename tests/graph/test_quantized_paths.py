@@ -56,7 +56,7 @@ def test_quantized_runs_repeat_bit_for_bit(results, path):
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("path", [p[0] for p in PATHS])
 def test_quantized_steps_send_fewer_bytes(results, path):
-    """16-wide rows: float32 64 bytes, int8 16 + 8, int2 4 + 8 (its gradients as int8); in
+    """16-wide rows: float32 64 bytes, int8 16 + 8, int2 4 + 8 (gradients alike); in
     4 column blocks, 4 columns: 16, 4 + 8 and 1 + 8. The training records count what went on
     the wire (local: nothing after the first step)."""
     full, int8, int2 = (results[f"{path}/{w}/bytes"] for w in ("float32", "int8", "int2"))
@@ -70,8 +70,8 @@ def test_quantized_steps_send_fewer_bytes(results, path):
 @pytest.mark.timeout(600)
 def test_metrics_file_reports_the_smaller_bytes(tmp_path, datasets_root):
     """`gnnscale train --halo-dtype int2`: each epoch record and each rank's summary count the
-    bytes that went on the wire, under half of float32's (rows 4 + 8 bytes per 16 values
-    against 64; gradients as int8, 16 + 8)."""
+    bytes that went on the wire, under half of float32's (rows and gradients 4 + 8 bytes per
+    16 values against 64)."""
     import json
 
     from mpi_launch import gnnscale_cli_many
