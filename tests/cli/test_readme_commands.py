@@ -151,6 +151,15 @@ def test_readme_has_the_blocks_this_test_runs():
     assert all(old in README.read_text() for old, _ in SUBSTITUTIONS)
 
 
+def test_no_command_block_is_a_benchmark():
+    # the test below runs every sh block; benchmarks (which take the benchmark lock) are
+    # fenced as bash
+    benchmarks = [f"{page.name} block {number}" for page in (README, *DOCS)
+                  for number, block in enumerate(fenced_blocks("sh", page), 1)
+                  if "gnnscale-bench.lock" in block]
+    assert not benchmarks, f"fence these as bash, not sh: {benchmarks}"
+
+
 def test_every_readme_command_block_runs_as_written(tmp_path, datasets_root):
     # `make demo` in the copy shares this .venv: if it is out of date, make would reinstall
     # gnnscale from the copy (which this test then deletes), so refuse instead
