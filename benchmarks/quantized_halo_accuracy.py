@@ -1,8 +1,8 @@
 """What quantized halo exchange costs in accuracy: the same training with halo rows (and halo
 gradients) on the wire as float32, int8, int4 and int2, seed by seed.
 
-Run from the repository root under the benchmark lock (4 ranks; an epoch of Cora takes about
-0.25 s on 2 quiet cores, so the default 36 trainings of 60 epochs take about 8 minutes):
+Run from the repository root under the benchmark lock (4 ranks; the default 36 trainings of
+60 epochs took 129 s on 2 cores, ``wall_s`` in the results):
 
     flock /tmp/gnnscale-bench.lock mpirun -n 4 .venv/bin/python \\
         benchmarks/quantized_halo_accuracy.py
