@@ -97,7 +97,9 @@ def test_ctrl_c_while_modules_load_prints_no_traceback(delay_s, tmp_path):
     time.sleep(delay_s)
     assert proc.poll() is None
     code, out, err = interrupt(proc)
-    assert code == 130, (code, out, err)
+    # 130: gnnscale's own exit; -SIGINT: the interpreter itself was still starting (a loaded
+    # host) and had not yet installed its handler, so the signal ended it as it ends any program
+    assert code == 130 or (code == -signal.SIGINT and not out and not err), (code, out, err)
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     assert "epoch" not in out  # it stopped before training started
 
