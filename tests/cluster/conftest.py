@@ -8,9 +8,9 @@ import pytest
 from gnnscale.testing.cluster import VirtualCluster, unavailable_reason
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def cluster():
-    """Hosts node0 and node1, unshaped links; removed at the end of the session."""
+    """Hosts node0 and node1, unshaped links; removed after each test file (made in a second)."""
     reason = unavailable_reason()
     if reason:
         pytest.skip(reason)
