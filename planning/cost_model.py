@@ -76,6 +76,16 @@ allreduce. A first layer that aggregates the raw features (``a < c``; GAT except
 their aggregate kept from the first evaluation (the graph's cache of constant inputs):
 evaluation, and training without input dropout, only transform it, with no exchange.
 
+**Halo dtype and staleness** (:class:`planning.halo_wire.HaloOptions`, ``predict(halo=)``):
+rows travel at :func:`planning.halo_wire.row_bytes` of the dtype (``b`` above), and each
+exchange costs its rank encoding the rows it sends and decoding the ones it receives
+(elementwise ops per value), counted with its copying as work before the post. Under a stale
+policy no training pass waits for its exchange: the stages' travel leaves the timeline and
+the step lasts at least as long as the slowest rank's exchanges of the step take to travel
+(they share its link while it computes); ``delayed:R`` sends ``1 / R`` of the rows, ``local``
+none (the rows are still gathered, the products still computed). Evaluation exchanges
+exactly, in the dtype.
+
 Compute constants depend on the thread count; a count that was not calibrated uses the largest
 calibrated count below it, scaled by the ratio of counts (ideal speed-up: an assumption).
 """
@@ -91,6 +101,7 @@ import numpy as np
 
 from partitioning.errors import PartitionError
 
+from .halo_wire import HaloOptions
 from .shared_cores import pass_ends
 
 __all__ = ["CostModel", "Cluster", "Network", "ModelSpec", "predict", "COMPUTE_KEYS",
@@ -329,7 +340,11 @@ def _check_constant(name: str, value) -> None:
 class _Exchange:
     """Per-rank time of one alltoallv of ``w``-wide rows on a cluster."""
 
-    def __init__(self, recv_rows: np.ndarray, cluster: Cluster, model: CostModel, slow: float):
+    def __init__(self, recv_rows: np.ndarray, cluster: Cluster, model: CostModel, slow: float,
+                 halo: HaloOptions | None = None, fraction: float = 1.0):
+        """``halo``: the rows' dtype on the wire; ``fraction``: of the rows sent (delayed:R
+        sends 1/R of them each step, local none)."""
+        self.halo, self.fraction = halo or HaloOptions(), float(fraction)
         r = np.asarray(recv_rows, dtype=np.float64)
         self.p = r.shape[0]
         hosts = cluster.hosts_of(self.p)
@@ -343,17 +358,30 @@ class _Exchange:
         host_out = np.bincount(hosts, weights=inter.sum(0), minlength=hosts.max() + 1)
         self.host_rows = np.maximum(host_in, host_out)[hosts]
         self.out_all = r.sum(0)
+        self.in_all = r.sum(1)
+
+    def row_bytes(self, width: float) -> float:
+        """Bytes of one row on the wire, times the fraction of the rows sent."""
+        return self.fraction * self.halo.row_bytes(width, self.model.bytes_per_value)
+
+    def coding(self, k: dict, width: float, cache: float) -> np.ndarray:
+        """Encoding the rows a rank sends and decoding those it receives (halo dtype)."""
+        encode, decode = self.halo.coding[self.halo.dtype]
+        if self.p == 1 or not (encode or decode) or not self.fraction:
+            return np.zeros(self.p)
+        values = self.fraction * width * (encode * self.out_all + decode * self.in_all)
+        return self.slow * _rate(k, "gamma_elem", 4.0 * width * self.out_all, cache) * values
 
     def copy(self, width: float) -> np.ndarray:
         """The per-byte part of the shared-memory exchange (CPU copies)."""
-        return self.slow * self.model.shm_beta * width * self.model.bytes_per_value * \
+        return self.slow * self.model.shm_beta * self.row_bytes(width) * \
             np.maximum(self.in_intra, self.out_intra) if self.p > 1 else np.zeros(1)
 
     def __call__(self, width: float) -> np.ndarray:
-        if self.p == 1:
-            return np.zeros(1)
+        if self.p == 1 or not self.fraction:
+            return np.zeros(self.p)
         m, c = self.model, self.cluster
-        row_bytes = width * m.bytes_per_value
+        row_bytes = self.row_bytes(width)
         shm = self.slow * (m.shm_alpha * self.k_intra
                            + m.shm_beta * row_bytes * np.maximum(self.in_intra, self.out_intra))
         if c.network is None:
@@ -429,12 +457,12 @@ class _Pass:
 def _sending(k: dict, xchg: _Exchange, n, width: float, cache: float) -> tuple:
     """(pack, copy, travel) per rank of one exchange of ``width``-wide rows: gathering the rows
     a rank sends from its owned rows (index_select; backward adds the gradients received for
-    them, index_add), the per-byte copying of the shared-memory exchange (work, not waiting),
-    and the rest of the exchange's time."""
+    them, index_add), the per-byte copying of the shared-memory exchange and the halo dtype's
+    encoding and decoding (work, not waiting), and the rest of the exchange's time."""
     pack = _rate(k, "gamma_gather", 4.0 * width * n, cache) * xchg.out_all * width
     cp = xchg.copy(width)
-    fixed = xchg.model.exchange_overhead_s if xchg.p > 1 else 0.0
-    return pack, cp, np.maximum(0.0, xchg(width) - cp) + fixed
+    fixed = xchg.model.exchange_overhead_s if xchg.p > 1 and xchg.fraction else 0.0
+    return pack, cp + xchg.coding(k, width, cache), np.maximum(0.0, xchg(width) - cp) + fixed
 
 
 def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
@@ -506,9 +534,18 @@ def _exchange_widths(spec: ModelSpec) -> list:
             zip(spec.widths[:-1], spec.widths[1:], spec.heads or [1] * spec.layers)]
 
 
+def _without_waits(passes: _Pass) -> tuple:
+    """A training pass under a stale policy: its stages wait for no exchange; returns the pass
+    and each rank's travel time of its exchanges (they travel while the step computes)."""
+    travel = sum((x for _, _, x in passes.stages), 0.0 * passes.after)
+    return _Pass([(b, o, 0.0 * x) for b, o, x in passes.stages], passes.after), travel
+
+
 def predict(workload: dict, spec: ModelSpec, cluster: Cluster | None = None,
-            model: CostModel | None = None) -> dict:
+            model: CostModel | None = None, halo: HaloOptions | None = None) -> dict:
     """Predicted seconds of one training step and one evaluation pass (see module docstring).
+
+    ``halo``: the halo dtype and staleness policy (default float32, exact).
 
     Returns ``step_s``, ``eval_s``, ``epoch_s`` (both), the step's parts ``forward_s``,
     ``backward_s``, ``allreduce_exposed_s``, ``optimizer_s``, ``exchange_exposed_s`` (time the
@@ -524,22 +561,32 @@ def predict(workload: dict, spec: ModelSpec, cluster: Cluster | None = None,
     p = int(workload["num_parts"])
     slow = cluster.oversubscription(p)
     k = model.constants_for(cluster.cores_per_rank)
-    xchg = _Exchange(workload["recv_rows"], cluster, model, 1.0)
+    halo = halo or HaloOptions()
+    stale = halo.staleness
+    xchg = _Exchange(workload["recv_rows"], cluster, model, 1.0, halo)
+    train_xchg = xchg if stale.wire_fraction == 1.0 else \
+        _Exchange(workload["recv_rows"], cluster, model, 1.0, halo, stale.wire_fraction)
+    background = np.zeros(p)  # stale policies: each rank's exchanges travelling in the step
     overhead = model.layer_overhead_s
     hosts = cluster.hosts_of(p)
     recv = np.asarray(workload["recv_rows"], dtype=np.float64)
     senders = (recv > 0) | (recv.T > 0)  # the exchanges run both ways (forward, backward)
 
-    def timeline(passes: list) -> np.ndarray:
-        """When each pass ends, the slowest rank's (:mod:`planning.shared_cores`)."""
-        ends = pass_ends([(w.stages, w.after) for w in passes], senders, hosts,
+    def timeline(passes: list, coupled: bool = True) -> np.ndarray:
+        """When each pass ends, the slowest rank's (:mod:`planning.shared_cores`); ranks not
+        ``coupled`` wait for no peer (stale policies use rows sent in an earlier step)."""
+        ends = pass_ends([(w.stages, w.after) for w in passes],
+                         senders if coupled else np.zeros_like(senders), hosts,
                          cluster.host_cores, cluster.cores_per_rank)
         return ends.max(axis=1)
     cache = model.cache_bytes / np.bincount(hosts).max()  # each rank's share of the LLC
     fwd, bwd, ev, exposed = [], [], [], []
     travel, sent, exchanges = 0.0, 0.0, 0
     for layer, width in enumerate(_exchange_widths(spec)):
-        f, b = _layer_times(workload, spec, layer, k, xchg, True, cache)
+        f, b = _layer_times(workload, spec, layer, k, train_xchg, True, cache)
+        if not stale.waits:
+            (f, f_travel), (b, b_travel) = _without_waits(f), _without_waits(b)
+            background = background + f_travel + b_travel
         fe, _ = _layer_times(workload, spec, layer, k, xchg, False, cache)
         fwd.append(f.plus(overhead))
         bwd.append(b.plus(overhead))
@@ -547,9 +594,12 @@ def predict(workload: dict, spec: ModelSpec, cluster: Cluster | None = None,
         exposed.append(f.exposed() + b.exposed())
         stages = f.stages + b.stages
         travel = travel + sum(x for _, _, x in stages)
-        sent = sent + len(stages) * xchg.out_all * width * model.bytes_per_value
+        sent = sent + len(stages) * train_xchg.out_all * train_xchg.row_bytes(width)
         exchanges += len(stages)
-    ends = timeline(fwd + bwd[::-1])
+    ends = timeline(fwd + bwd[::-1], coupled=stale.waits)
+    computed = float(ends[-1])
+    # a stale step lasts at least as long as its exchanges take to travel
+    ends[-1] = max(computed, float(background.max()))
     t_fwd = float(ends[spec.layers - 1])
     # allreduce buckets: layers grouped from the last until a quarter of the gradients
     grads = [4.0 * n for n in spec.layer_weights()]
@@ -576,18 +626,18 @@ def predict(workload: dict, spec: ModelSpec, cluster: Cluster | None = None,
     phases = [(float(fwd[l].alone().max()), l, "forward") for l in range(spec.layers)] + \
              [(float(bwd[l].alone().max()), l, "backward") for l in range(spec.layers)]
     _, slow_layer, slow_phase = max(phases)
-    exch_exposed = float(sum(x.max() for x in exposed))
+    exch_exposed = float(sum(x.max() for x in exposed)) + float(ends[-1]) - computed
     comm_s = exch_exposed + ar_exposed
     widest = max(_exchange_widths(spec))
     halo_rows = np.asarray(workload["recv_rows"]).sum(1)
     return {"step_s": step, "eval_s": t_eval, "epoch_s": step + t_eval, "forward_s": t_fwd,
             "backward_s": t_bwd, "allreduce_exposed_s": ar_exposed, "optimizer_s": optimizer,
             "exchange_exposed_s": exch_exposed,
-            "exchange_s": float(np.max(travel)) if p > 1 else 0.0,
+            "exchange_s": float(np.max(travel + background)) if p > 1 else 0.0,
             "halo_bytes_step": np.asarray(sent, dtype=np.float64) * np.ones(p),
             "exchanges_step": exchanges,
             "bound": "communication" if comm_s > 0.5 * step else "compute",
             "slowest_rank": slowest, "slowest_layer": slow_layer + 1,
             "slowest_phase": slow_phase, "rank_step_s": rank_step,
-            "halo_bytes": halo_rows * widest * model.bytes_per_value,
+            "halo_bytes": halo_rows * xchg.row_bytes(widest),
             "imbalance": float(rank_step.max() / rank_step.mean()) if rank_step.mean() else 1.0}

@@ -10,6 +10,11 @@ arrays (NumPy only, so the planner never needs torch):
   all edges of the part are ``inner_edges`` (``boundary_edges`` are 0).
 * ``recv_rows[p, q]``: rows part ``p`` receives from part ``q`` per exchange (its halo rows owned
   by ``q``, or its mirrors mastered by ``q``). ``recv_rows[p].sum()`` is the part's halo.
+
+:func:`host_sharing` counts, for parts placed ``ranks_per_host`` to a host in order, how many of
+the rows a host's ranks fetch from other hosts are fetched by more than one of them: what a
+host-aware exchange (each host fetches each remote row once and shares it in shared memory)
+would save.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import numpy as np
 from partitioning.base import get_train_mask
 from partitioning.graph import as_csr_graph
 
-__all__ = ["part_workload", "workload_from_arrays"]
+__all__ = ["part_workload", "workload_from_arrays", "host_sharing"]
 
 
 def part_workload(graph, partition) -> dict:
@@ -61,3 +66,42 @@ def workload_from_arrays(kind: str, nodes, inner_edges, boundary_edges, recv_row
             "boundary_edges": boundary, "recv_rows": recv, "train_nodes": train,
             "num_nodes": int(num_nodes if num_nodes is not None else nodes.sum()),
             "num_edges": int(num_edges if num_edges is not None else (inner + boundary).sum())}
+
+
+def host_sharing(graph, partition, ranks_per_host: int) -> dict:
+    """Rows crossing hosts per exchange, as each rank fetches them and as each host would.
+
+    Parts ``ranks_per_host * h`` to ``ranks_per_host * (h + 1) - 1`` run on host ``h`` (the
+    order :class:`planning.cost_model.Cluster` places ranks in). A row crosses hosts where a
+    part holds a replica (halo node or mirror) of a node owned (mastered) on another host.
+    Returns per host (arrays of length ``hosts``):
+
+    * ``fetched_rows``: replicas the host's ranks receive from other hosts, each rank its own
+      (``recv_rows`` summed over the host's ranks and the other hosts' parts);
+    * ``unique_rows``: distinct nodes among them (one fetch per host and node);
+    * ``sent_rows`` / ``unique_sent_rows``: the same counted at the owning host (rows it sends
+      to other hosts' ranks, and to other hosts once per host and node);
+
+    and ``ranks_per_host`` and ``hosts``. ``fetched_rows - unique_rows`` is what a host-aware
+    exchange saves.
+    """
+    g = as_csr_graph(graph)
+    partition.validate(g)
+    if int(ranks_per_host) < 1:
+        raise ValueError(f"ranks_per_host must be >= 1, got {ranks_per_host!r}")
+    per_host = int(ranks_per_host)
+    hosts = -(-partition.num_parts // per_host)
+    owner_host = np.asarray(partition.node_parts, dtype=np.int64) // per_host
+    coo = partition.presence(g).tocoo()
+    node = coo.row.astype(np.int64)
+    host = coo.col.astype(np.int64) // per_host
+    remote = owner_host[node] != host
+    node, host = node[remote], host[remote]
+    fetched = np.bincount(host, minlength=hosts)
+    sent = np.bincount(owner_host[node], minlength=hosts)
+    pairs = np.unique(node * hosts + host)
+    unique_node, unique_host = pairs // hosts, pairs % hosts
+    return {"ranks_per_host": per_host, "hosts": hosts,
+            "fetched_rows": fetched, "unique_rows": np.bincount(unique_host, minlength=hosts),
+            "sent_rows": sent,
+            "unique_sent_rows": np.bincount(owner_host[unique_node], minlength=hosts)}
