@@ -8,5 +8,6 @@ NumPy only (no torch, no MPI, never ``gnnscale``); reads graphs and partitions t
   :mod:`planning.halo_wire`: the halo dtype and staleness policy it takes;
   :mod:`planning.shared_cores`: the step's timeline of ranks sharing a host's cores.
 * :mod:`planning.memory_plan`: peak resident memory per rank and phase (``gnnscale plan``).
-* :mod:`planning.tune`: sweep partitioners x part counts and recommend one (``gnnscale tune``).
+* :mod:`planning.tune`: sweep partitioners x part counts and recommend one (``gnnscale tune``);
+  :mod:`planning.placement`: one rank per host, per socket or per core as a choice.
 """

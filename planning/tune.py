@@ -6,6 +6,13 @@ balance), partition time and memory, the predicted training step, evaluation pas
 largest rank (:mod:`planning.memory_plan`). ``recommend`` picks the fastest predicted epoch
 and ``explain`` says why, with the runners-up within 10%; ``write_json`` and ``plot_sweep``
 save the result (the plot imports matplotlib lazily, so the package itself stays light).
+
+Rows may differ in more than the partition: the placement (ranks per host and threads per rank,
+:mod:`planning.placement`), the halo dtype and the staleness policy
+(:mod:`planning.halo_wire`). ``choose`` then takes, among the rows predicted within 10% of
+the fastest, the most exact one (float32 before bfloat16 before int8, int4, int2; exact before
+pipelined, delayed, local; the sum of the two places, then time), and ``explain_choice`` says
+what it beats: the best of every other placement, and exact float32 halos on its own.
 """
 
 from __future__ import annotations
@@ -22,34 +29,24 @@ from partitioning.graph import as_csr_graph
 from partitioning.metrics import part_summary
 
 from .cost_model import Cluster, CostModel, ModelSpec, predict
+from .halo_wire import HALO_DTYPES, STALENESS_POLICIES, HaloOptions
 from .workload import part_workload
 
-__all__ = ["sweep", "score", "recommend", "runners_up", "explain", "write_json", "plot_sweep",
-           "format_sweep_table"]
+__all__ = ["sweep", "score", "predicted", "recommend", "runners_up", "explain", "choose",
+           "explain_choice", "exactness", "setting_label", "write_json", "plot_sweep", "format_sweep_table"]
 
 RUNNER_UP_MARGIN = 0.10
 
 
-def score(graph, partition, spec: ModelSpec, cluster: Cluster | None = None,
-          cost_model: CostModel | None = None, memory=None) -> dict:
-    """One sweep row for an existing partition: quality, predicted times and memory.
-
-    ``memory``: optional callable ``memory(workload) -> plan dict`` (a memory plan's per-rank
-    peak, see :func:`planning.memory_plan.plan_memory`).
-    """
-    cost_model = cost_model or CostModel()
-    s = part_summary(graph, partition,
-                     feature_bytes_per_row=spec.widths[0] * cost_model.bytes_per_value)
-    work = part_workload(graph, partition)
-    pred = predict(work, spec, cluster, cost_model)
+def predicted(work: dict, spec: ModelSpec, cluster: Cluster | None = None,
+              cost_model: CostModel | None = None, halo: HaloOptions | None = None) -> dict:
+    """The predicted columns of a sweep row (:func:`planning.cost_model.predict` of one
+    workload, cluster and halo setting)."""
+    halo = halo or HaloOptions()
+    pred = predict(work, spec, cluster, cost_model or CostModel(), halo)
     slowest = pred["slowest_rank"]
-    row = {
-        "method": partition.method, "parts": partition.num_parts, "kind": s["kind"],
-        "edge_cut": s["edge_cut"], "edge_cut_fraction": s["edge_cut_fraction"],
-        "replication_factor": s["replication_factor"],
-        "halo_bytes_max": s["halo_bytes_max"], "halo_bytes_mean": s["halo_bytes_mean"],
-        "balance_nodes": s["balance_nodes"], "balance_edges": s["balance_edges"],
-        "partition_time_s": s["time_s"], "partition_peak_memory_bytes": s["peak_memory_bytes"],
+    return {
+        "halo_dtype": halo.dtype, "staleness": halo.staleness.spec,
         "predicted_step_s": pred["step_s"], "predicted_eval_s": pred["eval_s"],
         "predicted_epoch_s": pred["epoch_s"], "predicted_forward_s": pred["forward_s"],
         "predicted_backward_s": pred["backward_s"],
@@ -58,7 +55,33 @@ def score(graph, partition, spec: ModelSpec, cluster: Cluster | None = None,
         "bound": pred["bound"], "slowest_rank": slowest,
         "slowest_layer": pred["slowest_layer"], "slowest_phase": pred["slowest_phase"],
         "slowest_rank_halo_bytes": float(pred["halo_bytes"][slowest]),
+        "predicted_halo_bytes_step_max": float(np.max(pred["halo_bytes_step"])),
         "imbalance": pred["imbalance"],
+    }
+
+
+def score(graph, partition, spec: ModelSpec, cluster: Cluster | None = None,
+          cost_model: CostModel | None = None, memory=None, halo: HaloOptions | None = None,
+          work: dict | None = None) -> dict:
+    """One sweep row for an existing partition: quality, predicted times and memory.
+
+    ``memory``: optional callable ``memory(workload) -> plan dict`` (a memory plan's per-rank
+    peak, see :func:`planning.memory_plan.plan_memory`); ``halo``: the halo dtype and
+    staleness (default float32, exact); ``work``: the partition's workload where already
+    computed.
+    """
+    cost_model = cost_model or CostModel()
+    s = part_summary(graph, partition,
+                     feature_bytes_per_row=spec.widths[0] * cost_model.bytes_per_value)
+    work = work if work is not None else part_workload(graph, partition)
+    row = {
+        "method": partition.method, "parts": partition.num_parts, "kind": s["kind"],
+        "edge_cut": s["edge_cut"], "edge_cut_fraction": s["edge_cut_fraction"],
+        "replication_factor": s["replication_factor"],
+        "halo_bytes_max": s["halo_bytes_max"], "halo_bytes_mean": s["halo_bytes_mean"],
+        "balance_nodes": s["balance_nodes"], "balance_edges": s["balance_edges"],
+        "partition_time_s": s["time_s"], "partition_peak_memory_bytes": s["peak_memory_bytes"],
+        **predicted(work, spec, cluster, cost_model, halo),
     }
     if memory is not None:
         plan = memory(work)
@@ -120,6 +143,61 @@ def runners_up(rows: list[dict], best: dict, margin: float = RUNNER_UP_MARGIN) -
                   key=lambda r: r["predicted_epoch_s"])
 
 
+def exactness(row: dict) -> int:
+    """How far a row's halos are from exact float32 ones: the halo dtype's place in
+    float32, bfloat16, int8, int4, int2 plus the staleness policy's in exact, pipelined,
+    delayed, local (0: exact float32)."""
+    dtype = HALO_DTYPES.index(row.get("halo_dtype", "float32"))
+    return dtype + STALENESS_POLICIES.index(row.get("staleness", "exact").partition(":")[0])
+
+
+def choose(rows: list[dict], margin: float = RUNNER_UP_MARGIN) -> dict:
+    """Among the rows predicted within ``margin`` of the fastest epoch, the most exact
+    (:func:`exactness`), then the fastest."""
+    if not rows:
+        raise PartitionError("no sweep result to choose from")
+    limit = min(r["predicted_epoch_s"] for r in rows) * (1 + margin)
+    return min((r for r in rows if r["predicted_epoch_s"] <= limit),
+               key=lambda r: (exactness(r), r["predicted_epoch_s"], r["partition_time_s"]))
+
+
+def setting_label(row: dict) -> str:
+    """A row's configuration in words: method x parts, placement, halo dtype, staleness."""
+    where = f", {row['placement_label']}" if "placement_label" in row else ""
+    return (f"{row['method']} x {row['parts']}{where}, {row.get('halo_dtype', 'float32')} "
+            f"halos, {row.get('staleness', 'exact')}")
+
+
+def explain_choice(best: dict, rows: list[dict], margin: float = RUNNER_UP_MARGIN) -> str:
+    """Why :func:`choose` picked ``best``: its predicted epoch, the fastest row where it is not
+    that one, the best of each other placement and exact float32 halos in its own place."""
+    epoch = best["predicted_epoch_s"]
+    text = [f"{setting_label(best)}: {_ms(epoch)} per epoch ({_ms(best['predicted_step_s'])} "
+            f"step), {best['bound']}-bound, "
+            f"{_short_bytes(best.get('predicted_halo_bytes_step_max', 0))} of halo sent per "
+            f"step by the busiest rank"]
+    fastest = min(rows, key=lambda r: r["predicted_epoch_s"])
+    if fastest is not best:
+        text.append(f"the most exact within {margin:.0%} of the fastest ({setting_label(fastest)}: "
+                    f"{_ms(fastest['predicted_epoch_s'])})")
+    others = {}
+    for r in rows:
+        if r.get("placement") not in (None, best.get("placement")):
+            others.setdefault(r["placement"], []).append(r)
+    for name, mine in others.items():
+        alt = choose(mine, margin)
+        text.append(f"{alt['placement_label']} at best {_ms(alt['predicted_epoch_s'])} "
+                    f"({epoch and alt['predicted_epoch_s'] / epoch:.2f}x; its busiest rank "
+                    f"sends {_short_bytes(alt.get('predicted_halo_bytes_step_max', 0))} per "
+                    f"step)")
+    plain = [r for r in rows if exactness(r) == 0 and r["method"] == best["method"]
+             and r["parts"] == best["parts"] and r.get("placement") == best.get("placement")]
+    if plain and plain[0] is not best:
+        text.append(f"exact float32 halos there {_ms(plain[0]['predicted_epoch_s'])} "
+                    f"({epoch and plain[0]['predicted_epoch_s'] / epoch:.2f}x)")
+    return "; ".join(text)
+
+
 def explain(row: dict) -> str:
     """Why a configuration costs what it does, in one sentence."""
     exposed = row["predicted_exchange_exposed_s"] + row["predicted_allreduce_exposed_s"]
@@ -135,11 +213,13 @@ def _ms(seconds: float) -> str:
 
 
 def write_json(path, rows: list[dict], cost_model: CostModel, extra: dict | None = None) -> dict:
-    """Write the sweep, the recommendation (overall and per part count) and the constants."""
-    best = recommend(rows)
+    """Write the sweep, the recommendation (:func:`choose`, and the fastest per part count) and
+    the constants."""
+    best = choose(rows)
     result = {
         "rows": rows, "cost_model": cost_model.to_dict(), "recommended": best,
-        "why": explain(best), "runners_up": runners_up(rows, best),
+        "why": explain(best), "why_chosen": explain_choice(best, rows),
+        "runners_up": runners_up(rows, best),
         "best_per_parts": {str(p): recommend(rows, p)
                            for p in sorted({r["parts"] for r in rows})},
         **(extra or {}),
@@ -212,13 +292,22 @@ def format_sweep_table(rows: list[dict]) -> str:
     """Text table: method, parts, edge cut, replication, max halo bytes, balance, predicted
     step / eval (ms), what bounds the step and, when planned, the peak memory per rank."""
     memory = all("predicted_peak_memory_bytes" in r for r in rows)
-    header = (f"{'method':<8} {'parts':>5} {'cut %':>6} {'repl':>6} {'halo max':>10} "
+    placed = all("placement" in r for r in rows)
+    halos = len({(r.get("halo_dtype"), r.get("staleness")) for r in rows}) > 1 or any(
+        exactness(r) for r in rows)
+    header = (f"{'method':<8} {'parts':>5} "
+              + (f"{'ranks/host':>10} {'threads':>7} " if placed else "")
+              + (f"{'halo':>8} {'staleness':>11} " if halos else "")
+              + f"{'cut %':>6} {'repl':>6} {'halo max':>10} "
               f"{'bal e':>6} {'part s':>8} {'step ms':>9} {'eval ms':>9} {'bound':>6}"
               + (f" {'mem/rank':>9}" if memory else ""))
     lines = [header, "-" * len(header)]
     for r in rows:
         lines.append(
-            f"{r['method']:<8} {r['parts']:>5} {100 * r['edge_cut_fraction']:>6.1f} "
+            f"{r['method']:<8} {r['parts']:>5} "
+            + (f"{r['ranks_per_host']:>10} {r['threads_per_rank']:>7} " if placed else "")
+            + (f"{r['halo_dtype']:>8} {r['staleness']:>11} " if halos else "")
+            + f"{100 * r['edge_cut_fraction']:>6.1f} "
             f"{r['replication_factor']:>6.2f} {_short_bytes(r['halo_bytes_max']):>10} "
             f"{r['balance_edges']:>6.2f} {r['partition_time_s']:>8.2f} "
             f"{r['predicted_step_s'] * 1e3:>9.3f} {r['predicted_eval_s'] * 1e3:>9.3f} "

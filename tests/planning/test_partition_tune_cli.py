@@ -10,6 +10,7 @@ import pytest
 pytest.importorskip("torch")
 from gnnscale.cli.main import main  # noqa: E402
 from mpi_launch import DATASETS_ROOT, mpi_env  # noqa: E402
+from planning.tune import choose  # noqa: E402
 
 SBM = ["--dataset", "sbm", "--num-nodes", "300"]
 FACEBOOK = DATASETS_ROOT / "SNAP-facebook-combined"
@@ -163,3 +164,55 @@ def test_calibrate_in_job_on_two_ranks(tmp_path):
     values = lines[0]
     assert set(values["compute"]) == {"1"} and values["shm_alpha"] > 0
     assert values["layer_overhead_s"] >= 0
+
+
+SBM_2000 = ["--dataset", "sbm", "--num-nodes", "2000"]
+
+
+def test_tune_chooses_ranks_per_host_halo_dtype_and_staleness(tmp_path, capsys):
+    prefix = tmp_path / "t"
+    assert main(["tune", *SBM_2000, "--methods", "metis", "--cores", "64", "--host-cores", "32",
+                 "--network", "2,1", "--halo-dtypes", "float32,int8", "--staleness",
+                 "exact,pipelined", "--out", str(prefix), "--no-progress", "--no-plot"]) == 0
+    printed = capsys.readouterr().out
+    result = json.loads(prefix.with_suffix(".json").read_text())
+    rows = result["rows"]
+    # per host (2 ranks), per socket (4), per core (64): each its own partition, 4 halo settings
+    assert sorted({(r["parts"], r["ranks_per_host"], r["threads_per_rank"]) for r in rows}) == \
+        [(2, 1, 32), (4, 2, 16), (64, 32, 1)]
+    assert len(rows) == 12
+    assert {(r["halo_dtype"], r["staleness"]) for r in rows} == {
+        ("float32", "exact"), ("float32", "pipelined"), ("int8", "exact"), ("int8", "pipelined")}
+    best = result["recommended"]
+    assert best == choose(rows)
+    assert f"recommended: metis with {best['parts']} parts, {best['placement_label']}, " \
+           f"--halo-dtype {best['halo_dtype']} --staleness {best['staleness']}" in printed
+    assert "why: " in printed and "at best" in printed and result["why_chosen"] in printed
+    assert "ranks/host" in printed and "staleness" in printed
+    # the same partition and placement: int8 sends fewer bytes per step than float32
+    by = {(r["parts"], r["halo_dtype"], r["staleness"]): r for r in rows}
+    assert by[(64, "int8", "exact")]["predicted_halo_bytes_step_max"] < \
+        by[(64, "float32", "exact")]["predicted_halo_bytes_step_max"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--halo-dtypes", "float32,int3"], "unknown halo dtype 'int3'"),
+    (["--staleness", "delayed:0"], "unknown staleness 'delayed:0'"),
+    (["--cores", "48", "--host-cores", "32", "--network", "2,100"],
+     "48 cores are not whole hosts of 32 cores"),
+    (["--cores", "64", "--host-cores", "32"], "--cores 64 spans hosts of 32 cores: give the "
+                                              "--network"),
+    (["--cores", "8", "--parts", "2"], "--cores chooses the ranks and threads: leave out --parts"),
+    (["--cores", "64", "--host-cores", "32", "--sockets", "3", "--network", "2,100"],
+     "do not split into 3 sockets"),
+    (["--cores", "64", "--host-cores", "32", "--network", "2,100", "--placements", "rack"],
+     "unknown placement 'rack'"),
+    (["--cores", "4096", "--host-cores", "32", "--network", "2,100"],
+     "needs 4096 parts, more than the 2000 nodes"),
+])
+def test_tune_refuses_what_it_cannot_model_in_one_line(tmp_path, capsys, argv, message):
+    assert exit_code(["tune", *SBM_2000, "--methods", "metis", "--out", str(tmp_path / "t"),
+                      "--no-progress", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "t.json").exists()
