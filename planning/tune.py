@@ -178,8 +178,8 @@ def explain_choice(best: dict, rows: list[dict], margin: float = RUNNER_UP_MARGI
             f"step by the busiest rank"]
     fastest = min(rows, key=lambda r: r["predicted_epoch_s"])
     if fastest is not best:
-        text.append(f"the most exact within {margin:.0%} of the fastest ({setting_label(fastest)}: "
-                    f"{_ms(fastest['predicted_epoch_s'])})")
+        text.append(f"chosen as the most exact within {margin:.0%} of the fastest, "
+                    f"{setting_label(fastest)} ({_ms(fastest['predicted_epoch_s'])})")
     others = {}
     for r in rows:
         if r.get("placement") not in (None, best.get("placement")):
