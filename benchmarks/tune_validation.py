@@ -105,8 +105,10 @@ def rank_main(args) -> None:
     threads = 1 if vcluster else default_threads()
     torch.set_num_threads(threads)
     comm = init()
-    if vcluster:  # each host's rank on a core of its own, as on separate machines
-        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[comm.rank % os.cpu_count()]})
+    cores = sorted(os.sched_getaffinity(0))
+    if vcluster and len(cores) > 1:  # each host's rank on a core of its own, as on separate
+        os.sched_setaffinity(0, {cores[comm.rank % len(cores)]})  # machines (the cluster's
+        # cores_per_host pins each host to its own already)
     data = load(args.datasets[0])
     method = args.methods[0]
     from planning.workload import part_workload
@@ -145,6 +147,10 @@ def rank_main(args) -> None:
         evals = [r.time["eval_s"] for r in records[1:]]
         rows.append({"network": net, "measured_step_s": float(np.median(steps)),
                      "measured_eval_s": float(np.median(evals)), "steps_s": steps,
+                     "evals_s": evals,
+                     "measured_parts_s": {k: float(np.median([r.time[k] for r in records[1:]]))
+                                          for k in ("forward_s", "backward_s", "optimizer_s",
+                                                    "grad_allreduce_s")},
                      "halo_wait_s": float(np.median([r.time["halo_wait_s"]
                                                      for r in records[1:]])),
                      "halo_bytes_sent": int(np.median([r.halo_bytes_sent
@@ -295,6 +301,7 @@ def run_vcluster_cell(cluster, links: dict, dataset: str, model: str, method: st
         "--models", model, "--epochs", str(args.epochs), "--hidden", str(args.hidden),
         "--vcluster-dir", str(folder), "--networks", *nets]
     t0 = time.perf_counter()
+    load_before = os.getloadavg()
     wire = []
     with (folder / "out").open("w") as out, (folder / "err").open("w") as err:
         job = cluster.popen("node0", argv, cwd=REPO, env=env, stdout=out, stderr=err)
@@ -324,7 +331,7 @@ def run_vcluster_cell(cluster, links: dict, dataset: str, model: str, method: st
             cluster.kill_jobs()
     text = (folder / "out").read_text()
     if job.returncode != 0 or "RESULT " not in text:
-        detail = (folder / "err").read_text()[-3000:]
+        detail = ((folder / "err").read_text() + text)[-3000:]
         shutil.rmtree(folder, ignore_errors=True)
         raise RuntimeError(f"{dataset} {model} {method} failed ({job.returncode}):\n{detail}")
     shutil.rmtree(folder, ignore_errors=True)
@@ -332,6 +339,7 @@ def run_vcluster_cell(cluster, links: dict, dataset: str, model: str, method: st
     predicted = predict_cells(Shape(result["shape"]), result["workload"], 2, nets, args,
                               result["in_job_cost_model"], model, links)
     wall = time.perf_counter() - t0
+    load_after = os.getloadavg()
     rows = []
     for m, p, (tx, rx) in zip(result["rows"], predicted, wire):
         link = links[m["network"]]
@@ -346,7 +354,9 @@ def run_vcluster_cell(cluster, links: dict, dataset: str, model: str, method: st
                      if wire_s > 0 else None,
                      "predicted_hidden": 1 - p["predicted_exchange_exposed_s"]
                      / p["predicted_exchange_s"] if p["predicted_exchange_s"] > 0 else None,
-                     "wall_s": wall, "in_job_cost_model": result["in_job_cost_model"],
+                     "wall_s": wall, "load_average": {"before": load_before,
+                                                      "after": load_after},
+                     "in_job_cost_model": result["in_job_cost_model"],
                      "workload": result["workload"], "shape": result["shape"]})
     return rows
 
@@ -370,7 +380,7 @@ def run_vcluster(args) -> None:
                                                      args, run)
                         except RuntimeError as error:  # the others still run; said here
                             print(f"{dataset} {model} {method} run {run}: not measured: "
-                                  f"{str(error).splitlines()[0]}", flush=True)
+                                  f"{error}", flush=True)
                             continue
                         for row in rows:
                             print(f"{dataset} {model} {method} {row['network']} run {run}: "
