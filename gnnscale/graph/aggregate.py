@@ -34,10 +34,13 @@ def _columns(tensor: torch.Tensor, cols: slice) -> torch.Tensor:
     return tensor if cols == slice(0, tensor.shape[-1]) else tensor[:, cols]
 
 
-def _column_blocks(plan: HaloPlan, tensor: torch.Tensor) -> list[slice]:
+def _column_blocks(plan: HaloPlan, tensor: torch.Tensor, gradient: bool = False
+                   ) -> list[slice]:
+    """Column blocks of ``tensor``'s exchange, sized on the bytes its rows travel as
+    (``gradient``: the halo gradients' format)."""
     if tensor.dim() != 2:
         return [slice(0, tensor.shape[-1])]
-    return plan.column_blocks(tensor.shape[1], tensor.element_size())
+    return plan.column_blocks(tensor.shape[1], tensor.element_size(), gradient=gradient)
 
 
 def _exchange_in_blocks(plan: HaloPlan, blocks: list[slice], post, local_work):
@@ -100,7 +103,7 @@ class DistributedAggregate(torch.autograd.Function):
         if not plan.exchanges_anything:
             return inner.matmul_transposed(grad_out), None, None, None, None
         grad_owned, arrivals = _exchange_in_blocks(
-            plan, _column_blocks(plan, grad_out),
+            plan, _column_blocks(plan, grad_out, gradient=True),
             lambda cols: plan.post_backward(boundary.matmul_transposed(_columns(grad_out, cols))),
             lambda progress: inner.matmul_transposed(grad_out, progress))
         for cols, sent_grad, _ in arrivals:

@@ -137,22 +137,55 @@ class HaloPlan:
             self.chunk_bytes = chunk_bytes
         return self
 
-    def column_blocks(self, width: int, element_size: int) -> list[slice]:
+    @property
+    def quantized_exchanges(self) -> int:
+        """How many quantized exchanges this plan has posted since ``quantize_seed`` was set:
+        the counter in each exchange's rounding key (:func:`~.quantize.exchange_key`). A
+        checkpoint keeps it, so a resumed run rounds as the run that never stopped."""
+        return self._quantized_posts
+
+    @quantized_exchanges.setter
+    def quantized_exchanges(self, count: int) -> None:
+        self._quantized_posts = int(count)
+
+    def column_blocks(self, width: int, element_size: int, *,
+                      gradient: bool = False) -> list[slice]:
         """Column ranges of ``[rows, width]`` features to exchange one after the other: one
         range unless the largest send or receive buffer of any rank (one all-reduce, the first
         time) would exceed ``chunk_bytes``; then as few equal blocks as keep each under it (at
-        least one column). Every rank gets the same blocks, as the exchanges must match."""
+        least one column). A buffer is sized as the rows travel: :meth:`wire_dtype`'s bytes
+        (``gradient``: the gradients' format), ``element_size`` (the tensor's) where rows
+        travel in their own dtype, and a quantized row's packed codes plus its scale and
+        offset, so int2 rows go in blocks about 16 times wider than float32 ones. Every rank
+        gets the same blocks, as the exchanges must match."""
         if self.chunk_bytes is None or width <= 1 or not self.exchanges_anything:
             return [slice(0, width)]
         if self._largest_rows is None:
             mine = max(int(sum(self.send_counts)), int(self.num_halo))
             self._largest_rows = int(self.comm.allreduce_scalar(float(mine), op="max"))
-        per_column = max(1, self._largest_rows * element_size)
-        if per_column * width <= self.chunk_bytes:
+        rows = max(1, self._largest_rows)
+        row_bytes = self.wire_row_bytes(element_size, gradient=gradient)
+        if rows * row_bytes(width) <= self.chunk_bytes:
             return [slice(0, width)]
-        blocks = -(-width // max(1, self.chunk_bytes // per_column))
+        fits, too_wide = 1, width  # the widest block that fits (bytes grow with columns)
+        while fits < too_wide:
+            mid = (fits + too_wide + 1) // 2
+            if rows * row_bytes(mid) <= self.chunk_bytes:
+                fits = mid
+            else:
+                too_wide = mid - 1
+        blocks = -(-width // fits)
         step = -(-width // blocks)
         return [slice(lo, min(width, lo + step)) for lo in range(0, width, step)]
+
+    def wire_row_bytes(self, element_size: int, *, gradient: bool = False):
+        """``columns -> bytes`` of one row on the wire as :meth:`post` sends it: rows of
+        ``element_size`` bytes per value in :meth:`wire_dtype` (None: their own dtype)."""
+        dtype = self.wire_dtype(gradient)
+        if isinstance(dtype, QuantizedWire):
+            return dtype.row_bytes
+        size = element_size if dtype is None else torch.empty((), dtype=dtype).element_size()
+        return lambda columns: columns * size
 
     def counts(self, reverse: bool = False) -> tuple[list, list]:
         """``(send_counts, recv_counts)`` of a forward exchange (owners to halos), or with

@@ -39,12 +39,13 @@ PATHS = [("gcn-overlap", "gcn", True, None, None, False),
 def train(problem, comm, data, path, wire):
     _, model_name, overlap, chunk, staleness, _ = path
     plan = problem.graph.halo_plan
-    if chunk is not None:  # float32 rows of 16 go in 4 blocks of 4 columns (a quantized
+    plan.configure(overlap=overlap, chunk_bytes=None, quantize_seed=5,
+                   message_dtype=WIRE_FORMATS.get(wire), gradient_dtype=None)
+    if chunk is not None:  # rows of 16 go in 4 blocks of 4 columns as they travel (a quantized
         # block of a row has its own scale and offset, so 1-column blocks would be exact)
         rows = max(sum(plan.send_counts), plan.num_halo)
-        chunk = int(comm.allreduce_scalar(float(rows), op="max")) * 4 * 4
-    plan.configure(overlap=overlap, chunk_bytes=chunk, quantize_seed=5,
-                   message_dtype=WIRE_FORMATS.get(wire), gradient_dtype=None)
+        chunk = int(comm.allreduce_scalar(float(rows), op="max")) * plan.wire_row_bytes(4)(4)
+        plan.configure(chunk_bytes=chunk)
     assert chunk is None or len(plan.column_blocks(16, 4)) == 4
     problem.graph.staleness = make_policy(staleness)
     torch.manual_seed(0)

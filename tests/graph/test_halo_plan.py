@@ -85,6 +85,39 @@ def test_column_blocks_keep_every_rank_under_chunk_bytes_with_the_same_split():
     assert _plan().configure(chunk_bytes=1).column_blocks(64, 4) == [slice(0, 64)]  # 1 rank
 
 
+def test_column_blocks_are_sized_on_the_bytes_rows_travel_as():
+    from gnnscale.graph.quantize import QuantizedWire
+
+    plan = HaloPlan(comm=_PeerWithMoreRows(), num_owned=10, num_halo=7,
+                    send_index=torch.arange(3), send_counts=[0, 3], recv_counts=[0, 7])
+    plan.configure(chunk_bytes=1000 * 32)  # the peer's 1,000 rows of 32 bytes a block
+    assert plan.column_blocks(64, 4) == [slice(lo, lo + 8) for lo in range(0, 64, 8)]
+    plan.configure(message_dtype=torch.bfloat16)  # 2 bytes a value on the wire, not 4
+    assert plan.column_blocks(64, 4) == [slice(lo, lo + 16) for lo in range(0, 64, 16)]
+    plan.configure(message_dtype=QuantizedWire(8))  # 24 codes + 8 bytes of scale and offset
+    assert plan.column_blocks(64, 4) == [slice(0, 22), slice(22, 44), slice(44, 64)]
+    plan.configure(message_dtype=QuantizedWire(4))  # 48 columns fit: 2 blocks
+    assert plan.column_blocks(64, 4) == [slice(0, 32), slice(32, 64)]
+    plan.configure(message_dtype=QuantizedWire(2))  # a whole row is 16 + 8 bytes
+    assert plan.column_blocks(64, 4) == [slice(0, 64)]
+    # gradients are sized on their own format
+    assert plan.column_blocks(64, 4, gradient=True) == [slice(0, 64)]
+    plan.configure(gradient_dtype=QuantizedWire(8))
+    assert plan.column_blocks(64, 4, gradient=True) == [slice(0, 22), slice(22, 44),
+                                                       slice(44, 64)]
+    for bits in (8, 4, 2):  # every block's buffer stays under chunk_bytes, and no block
+        wire = QuantizedWire(bits)  # could be wider
+        plan.configure(message_dtype=wire, chunk_bytes=1000 * 20)
+        blocks = plan.column_blocks(64, 4)
+        widest = max(b.stop - b.start for b in blocks)
+        assert 1000 * wire.row_bytes(widest) <= 1000 * 20
+        assert len(blocks) == -(-64 // max(c for c in range(1, 65)
+                                           if wire.row_bytes(c) <= 20))
+    # scale and offset alone outgrow the budget: one column a block, as for float32
+    plan.configure(message_dtype=QuantizedWire(2), chunk_bytes=1000 * 8)
+    assert plan.column_blocks(64, 4) == [slice(i, i + 1) for i in range(64)]
+
+
 def test_post_sends_in_the_message_dtype_and_counts_bytes():
     plan = _plan().configure(message_dtype=torch.bfloat16)
     rows = torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
