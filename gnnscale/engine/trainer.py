@@ -167,7 +167,8 @@ class Trainer:
         without the probe. Collective.
         """
         plan = self.problem.graph.halo_plan
-        saved = (torch.get_rng_state(), dropout_rng.get_state(), plan.overlap)
+        saved = (torch.get_rng_state(), dropout_rng.get_state(), plan.overlap,
+                 plan.quantized_exchanges)
         waits = {}
         with contextlib.ExitStack() as stack:
             if self.data_parallel is not None:  # no gradient allreduce in the probe
@@ -180,6 +181,7 @@ class Trainer:
         torch.set_rng_state(saved[0])
         dropout_rng.set_state(saved[1])
         plan.configure(overlap=saved[2])
+        plan.quantized_exchanges = saved[3]  # the probe's exchanges round nothing later
         comm_s, exposed_s = waits[False], waits[True]
         return {"halo_comm_s": comm_s, "halo_exposed_s": exposed_s,
                 "overlap_fraction": max(0.0, 1.0 - exposed_s / comm_s) if comm_s > 0 else 1.0}
@@ -275,8 +277,12 @@ class Trainer:
         """Everything a resumed run needs, identical on every rank except the RNG states,
         which are gathered from every rank (collective), and the epoch records (this rank's,
         whose losses and metrics every rank shares) as plain JSON values, so a resumed run's
-        summary and metrics file cover every epoch."""
-        rng = {"torch": torch.get_rng_state(), "dropout": dropout_rng.get_state()}
+        summary and metrics file cover every epoch. The halo plan's count of quantized
+        exchanges travels with the random states: it keys the stochastic rounding of
+        ``--halo-dtype int8|int4|int2``, so a resumed quantized run rounds as one that never
+        stopped."""
+        rng = {"torch": torch.get_rng_state(), "dropout": dropout_rng.get_state(),
+               "quantized_exchanges": self.problem.graph.halo_plan.quantized_exchanges}
         return {"epoch": self.epoch, "model": self.model.state_dict(),
                 "optimizer": self.optimizer.state_dict(),
                 "rng_per_rank": self.comm.allgather_object(rng), "num_ranks": self.comm.size,
@@ -291,6 +297,8 @@ class Trainer:
         rng = state["rng_per_rank"][self.comm.rank]
         torch.set_rng_state(rng["torch"])
         dropout_rng.set_state(rng["dropout"])
+        if "quantized_exchanges" in rng:  # without it the count stays as configured
+            self.problem.graph.halo_plan.quantized_exchanges = rng["quantized_exchanges"]
 
 
 def summarise(records: Iterable[EpochRecord], monitor: str = "val_acc") -> dict:

@@ -49,19 +49,26 @@ def epoch_losses(path):
             if not r.get("summary")}
 
 
+def straight_and_resumed(tmp_path, base, stop: int, epochs: int):
+    """On 2 ranks: ``base`` run straight to ``epochs`` into ``a/`` and ``a.jsonl``, and run to
+    ``stop`` then resumed to ``epochs`` into ``b/`` and ``b.jsonl``."""
+    straight = gnnscale_cli(2, [*base, "--epochs", str(epochs), "--checkpoint-dir",
+                                str(tmp_path / "a"), "--metrics-out", str(tmp_path / "a.jsonl")])
+    assert straight.returncode == 0, straight.stderr
+    first = gnnscale_cli(2, [*base, "--epochs", str(stop), "--checkpoint-dir",
+                             str(tmp_path / "b"), "--metrics-out", str(tmp_path / "b.jsonl")])
+    assert first.returncode == 0, first.stderr
+    resumed = gnnscale_cli(2, [*base, "--epochs", str(epochs), "--checkpoint-dir",
+                               str(tmp_path / "b"), "--resume", "--metrics-out",
+                               str(tmp_path / "b.jsonl")])
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resumed from" in resumed.stdout
+
+
 def test_resume_continues_to_exactly_the_same_losses(tmp_path, datasets_root):
     base = ["train", "--dataset", "cora", "--data-root", str(datasets_root), "--dropout", "0.5",
             "--no-progress", "--checkpoint-every", "4"]
-    straight = gnnscale_cli(2, [*base, "--epochs", "12", "--checkpoint-dir",
-                                str(tmp_path / "a"), "--metrics-out", str(tmp_path / "a.jsonl")])
-    assert straight.returncode == 0, straight.stderr
-    first = gnnscale_cli(2, [*base, "--epochs", "8", "--checkpoint-dir", str(tmp_path / "b"),
-                             "--metrics-out", str(tmp_path / "b.jsonl")])
-    assert first.returncode == 0, first.stderr
-    resumed = gnnscale_cli(2, [*base, "--epochs", "12", "--checkpoint-dir", str(tmp_path / "b"),
-                               "--resume", "--metrics-out", str(tmp_path / "b.jsonl")])
-    assert resumed.returncode == 0, resumed.stderr
-    assert "resumed from" in resumed.stdout
+    straight_and_resumed(tmp_path, base, stop=8, epochs=12)
     assert epoch_losses(tmp_path / "b.jsonl") == epoch_losses(tmp_path / "a.jsonl")  # exact
 
     # the checkpoint of 2 ranks refuses 3, naming the file
@@ -69,6 +76,22 @@ def test_resume_continues_to_exactly_the_same_losses(tmp_path, datasets_root):
                              "--resume"])
     assert wrong.returncode == 2 and "written by 2 ranks" in wrong.stderr
     assert "latest.pt" in wrong.stderr and "Traceback" not in wrong.stderr
+
+
+def test_a_resumed_quantized_run_rounds_as_the_run_without_a_stop(tmp_path, datasets_root):
+    """int2 halos are rounded stochastically, keyed by a count of the plan's quantized
+    exchanges: the checkpoint carries the count, so the resumed epochs draw the same rounding
+    (a count started again from 0 gives other losses from epoch 5 on). --profile's probes
+    post exchanges outside training and leave the count as it was."""
+    base = ["train", "--dataset", "cora", "--data-root", str(datasets_root), "--halo-dtype",
+            "int2", "--no-progress", "--checkpoint-every", "4", "--profile"]
+    straight_and_resumed(tmp_path, base, stop=4, epochs=10)
+    losses = epoch_losses(tmp_path / "a.jsonl")
+    assert sorted(losses) == list(range(1, 11))
+    assert epoch_losses(tmp_path / "b.jsonl") == losses  # exact
+    state = read_checkpoint(tmp_path / "b" / "latest.pt")
+    counts = [rng["quantized_exchanges"] for rng in state["rng_per_rank"]]
+    assert counts[0] > 0 and counts == [counts[0]] * 2
 
 
 def test_damaged_checkpoints_are_refused(tmp_path, datasets_root):
