@@ -32,7 +32,7 @@ where it stopped. ``table`` summarises each (dataset, ranks, model, format) over
 present for it and for float32: mean and standard deviation of the test metric, the mean and
 the worst per-seed difference against float32 (points: metric x 100), and whether the mean
 difference meets the goal of its width (``GOALS``). ``--summary`` prints the table of a
-results file without training.
+results file without training (``--markdown``: as the docs show it).
 """
 
 from __future__ import annotations
@@ -94,6 +94,8 @@ def parse_args(argv=None):
     p.add_argument("--out", default=str(DEFAULT_OUT))
     p.add_argument("--summary", action="store_true",
                    help="print the table of --out and exit (no training, no MPI)")
+    p.add_argument("--markdown", action="store_true",
+                   help="with --summary: the table as markdown, one row per model")
     return p.parse_args(argv)
 
 
@@ -189,6 +191,43 @@ def print_table(table: dict) -> None:
               f"{diff}  halo bytes/step {row['halo_bytes_per_step']}", flush=True)
 
 
+def markdown(table: dict, formats=("int8", "int4", "int2")) -> str:
+    """The table as markdown: a row per (dataset, ranks, model), float32's mean +- std over
+    its seeds, then per format the mean difference to float32 in points, the worst seed's in
+    parentheses, and whether the mean meets the format's goal (yes/no; int2 has none)."""
+    names = {"cora": "Cora", "citeseer": "CiteSeer", "tolokers": "Tolokers",
+             "minesweeper": "Minesweeper"}
+    lines = ["| dataset (metric) | ranks | model | seeds | float32 | "
+             + " | ".join(formats) + " |", "|---" * (5 + len(formats)) + "|"]
+    cells = {}
+    for cell in table:
+        dataset, ranks, model, _ = cell.split("/", 3)
+        cells.setdefault((dataset, int(ranks), model), None)
+    order = {d: i for i, d in enumerate(METRIC)}
+    models = {m: i for i, m in enumerate(("gcn", "sage", "gat"))}
+    for dataset, ranks, model in sorted(cells, key=lambda k: (order[k[0]], k[1],
+                                                             models.get(k[2], 9))):
+        base = table.get(f"{dataset}/{ranks}/{model}/float32")
+        if base is None:
+            continue
+        row = [f"{names[dataset]} ({METRIC[dataset]})", str(ranks), model.upper(),
+               str(base["seeds"]),
+               f"{100 * base['test_mean']:.2f} +- {100 * base['test_std']:.2f}"]
+        for wire in formats:
+            got = table.get(f"{dataset}/{ranks}/{model}/{wire}")
+            if got is None or "diff_points_mean" not in got:
+                row.append("")
+                continue
+            text = f"{got['diff_points_mean']:+.2f} ({got['diff_points_worst']:+.2f})"
+            if got["paired_seeds"] != base["seeds"]:
+                text += f" [{got['paired_seeds']} seeds]"
+            if "meets_goal" in got:
+                text += " yes" if got["meets_goal"] else " **no**"
+            row.append(text)
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> None:
     args = parse_args(argv)
     out = Path(args.out)
@@ -196,7 +235,11 @@ def main(argv=None) -> None:
         if not out.exists():
             print(f"quantized_halo_accuracy: no results file {str(out)!r}", file=sys.stderr)
             raise SystemExit(2)
-        print_table(summarise(json.loads(out.read_text())["runs"]))
+        table = summarise(json.loads(out.read_text())["runs"])
+        if args.markdown:
+            print(markdown(table))
+        else:
+            print_table(table)
         return
     from gnnscale.comm import init
     from gnnscale.data import load_dataset
