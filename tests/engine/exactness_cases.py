@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import torch
 from torch.nn import functional as F
-from torch_geometric.nn import GCNConv, SAGEConv
 
 from gnnscale.data import generate_sbm, load_dataset
 from gnnscale.nn import GNN
@@ -48,7 +47,10 @@ def relative_error(actual: np.ndarray, expected: np.ndarray) -> float:
 
 def pyg_reference(model_name: str, data, steps: int = STEPS) -> tuple[np.ndarray, np.ndarray]:
     """Train PyG's own layers on the whole graph from gnnscale's initial weights for ``steps``
-    Adam steps; return (losses, logits after the last step)."""
+    Adam steps; return (losses, logits after the last step). (PyG is imported here: the
+    ranks under mpirun never need it, and it takes each of them seconds to import.)"""
+    from torch_geometric.nn import GCNConv, SAGEConv
+
     ours = initial_model(model_name, data)
     convs = []
     for layer in ours.layers:
