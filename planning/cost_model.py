@@ -23,7 +23,7 @@ beta``). On a
 **Layer, edge cut** (GCN, SAGE-mean; ``w = min(a, c)``, the width the layer aggregates)::
 
     F_p = dense + pack_p + max(g_edge Ein_p w, X_p(w)) + g_edge Eb_p w + elementwise
-    B_p = dense_back + [pack_p + g_edge Eb_p w + max(g_edge Ein_p w, X_p(w))] + elementwise
+    B_p = dense_back + [pack_p + g_edge Eb_p w + max(g_edge Ein_p w, X_p(w))] + elementwise'
 
 ``pack_p = g_gather out_p w`` gathers the ``out_p`` rows ``p`` sends before posting them
 (forward) and adds the gradients received for them into its rows (backward); a vertex cut packs
@@ -32,8 +32,10 @@ max(in, out)``) is copying: it is counted as the rank's work before the post, an
 of ``X_p`` as time the exchange travels. ``dense = g_flop 2 N_p a c`` (twice for SAGE's two
 weights), ``dense_back`` is the weight gradient plus, above the first layer, the input
 gradient; the bracket is absent where the aggregated input needs no gradient (the first
-layer aggregating raw features). GAT exchanges width ``H C + H`` and works per edge
-(``g_gather H C`` x 3 forward, x 6 backward): the edges from owned sources (and self loops)
+layer aggregating raw features); ``elementwise`` is the output's bias, activation and
+dropout and, on the first layer in training, the raw features' dropout, ``elementwise'``
+twice the output's ops only (the raw features need no gradient). GAT exchanges width ``H C +
+H`` and works per edge (``g_gather H C`` x 3 forward, x 6 backward): the edges from owned sources (and self loops)
 while the exchange travels, the halo's after it. A vertex cut
 (DistGNN) exchanges twice per aggregation (master -> mirrors, partial sums -> masters) around
 its local product, without overlap. Every layer and pass of a rank also costs
@@ -75,6 +77,15 @@ multiplied by ``s``.
 allreduce. A first layer that aggregates the raw features (``a < c``; GAT excepted) finds
 their aggregate kept from the first evaluation (the graph's cache of constant inputs):
 evaluation, and training without input dropout, only transform it, with no exchange.
+
+**Rows computed.** A training step of an edge cut computes only what the loss needs (GCN,
+SAGE): the last layer the training rows, each layer below the rows the layer above reads
+(those rows, their owned in-neighbours and every row sent to a peer), each aggregation over
+the in-edges of its rows only, its exchange unchanged (the workload's ``computed_*``). The
+terms above then take those rows (``N_p`` in the transform, the elementwise ops and GCN's
+self loops: the input's rows where the layer transforms first) and edges (``Ein_p``,
+``Eb_p``). A first layer aggregating raw features through dropout aggregates every row.
+Evaluation computes every row.
 
 **Halo dtype and staleness** (:class:`planning.halo_wire.HaloOptions`, ``predict(halo=)``):
 rows travel at :func:`planning.halo_wire.row_bytes` of the dtype (``b`` above), and each
@@ -470,13 +481,16 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
     """(forward, backward) passes of one layer; ``cache``: each rank's share of its host's
     last-level cache (bytes)."""
     a, c = spec.widths[layer], spec.widths[layer + 1]
-    n, ein, eb = w["nodes"], w["inner_edges"], w["boundary_edges"]
+    n = w["nodes"]
+    out_rows, in_rows, ein, eb = _rows_computed(w, spec, layer, training)
     halo = np.asarray(w["recv_rows"], dtype=np.float64).sum(1)
     first, last = layer == 0, layer == spec.layers - 1
-    out_elems = n * c * (1 if last else 2)
+    out_elems = out_rows * c * (1 if last else 2)
     in_elems = n * a if training and first and spec.dropout else 0 * n
-    elementwise = (_rate(k, "gamma_elem", 4.0 * n * c, cache) * out_elems
-                   + _rate(k, "gamma_elem", 4.0 * n * a, cache) * in_elems)
+    # the output's bias, activation and dropout (twice backward), and the input dropout of
+    # the raw features, which need no gradient: forward only
+    output_ops = _rate(k, "gamma_elem", 4.0 * n * c, cache) * out_elems
+    elementwise = output_ops + _rate(k, "gamma_elem", 4.0 * n * a, cache) * in_elems
     if spec.name == "gat":
         heads = spec.heads[layer]
         w = c + heads  # each source's transformed row and its attention term
@@ -489,7 +503,7 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
         # the edges from owned sources are scored and aggregated while the halo travels, the
         # halo's edges after it; backward in reverse (the halo's edges give the gradients sent)
         return (_Pass([(dense + pack + cp, owned_part, xf)], halo_part + elementwise),
-                _Pass([(2 * elementwise + 2 * halo_part + cp, 2 * owned_part, xf)],
+                _Pass([(2 * output_ops + 2 * halo_part + cp, 2 * owned_part, xf)],
                       pack + dense * (1 if first else 2)))
     width = min(a, c)
     transform_first = c <= a  # as the layers' "auto" order (nn/conv.py)
@@ -497,12 +511,22 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
         # the aggregate of the raw features is computed once and kept (RankGraph's cache of
         # constant inputs), halo exchange included: evaluation (and training without input
         # dropout) only transforms it
-        dense = _dense(k, n, a, c, cache) * (2 if spec.name == "sage" else 1)
-        return _Pass([], dense + elementwise), _Pass([], dense + 2 * elementwise)
-    mult = 2 if spec.name == "sage" else 1
-    dense = _dense(k, n, a, c, cache) * mult
+        dense = _dense(k, out_rows, a, c, cache) * (2 if spec.name == "sage" else 1)
+        return _Pass([], dense + elementwise), _Pass([], dense + 2 * output_ops)
+    if first and not transform_first:
+        # an input needing no gradient (the raw features through dropout) is aggregated for
+        # every row, the rows computed selected from it (LocalGraph.aggregate_rows)
+        ein, eb, agg_rows = w["inner_edges"], w["boundary_edges"], n
+    else:
+        agg_rows = out_rows
+    # transforming first transforms the rows the input holds (SAGE's root transform on the
+    # first layer: the rows computed only); aggregating first, the rows computed
+    dense = _dense(k, in_rows if transform_first else out_rows, a, c, cache)
+    if spec.name == "sage":
+        dense = dense + _dense(k, in_rows if transform_first and not first else out_rows, a, c,
+                               cache)
     dense_back = dense * (1 if first else 2)
-    self_loops = n if spec.name == "gcn" else 0
+    self_loops = agg_rows if spec.name == "gcn" else 0
     per_edge = _rate(k, "gamma_edge", 4.0 * width * (n + halo), cache)
     inner = per_edge * (ein + self_loops) * width
     bnd = per_edge * eb * width
@@ -518,13 +542,34 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
         back = [(bnd + cp, inner, x)]
     needs_agg_grad = not first or transform_first
     if not needs_agg_grad:
-        return fwd, _Pass([], dense_back + 2 * elementwise)
+        return fwd, _Pass([], dense_back + 2 * output_ops)
     # backward runs the layer in reverse: elementwise, then the dense transform's gradient where
     # it came last, the aggregation's (its exchange), then the transform's where it came first
     (b0, ov0, x0), rest = back[0], back[1:]
-    before = b0 + 2 * elementwise + (none if transform_first else dense_back)
+    before = b0 + 2 * output_ops + (none if transform_first else dense_back)
     after = pack + (dense_back if transform_first else none)
     return fwd, _Pass([(before, ov0, x0), *rest], after)
+
+
+def _rows_computed(w: dict, spec: ModelSpec, layer: int, training: bool) -> tuple:
+    """``(rows computed, rows of the input, inner edges, boundary edges read)`` per rank for
+    one layer: every row, except in a training step of an edge cut whose workload counts the
+    narrowed rows (``computed_*``, :func:`planning.workload.part_workload`): the last layer
+    computes the loss's rows only, each layer below the rows the layer above reads, and each
+    aggregation reads only the in-edges of its rows (GCN and SAGE; GAT computes every row)."""
+    n, ein, eb = w["nodes"], w["inner_edges"], w["boundary_edges"]
+    levels = np.asarray(w.get("computed_rows", np.zeros((0, n.size))))
+    level = spec.layers - 1 - layer
+    if not training or spec.name not in ("gcn", "sage") or w["kind"] == "vertex_cut":
+        return n, n, ein, eb
+    out_rows, in_rows = n, n
+    if level < len(levels):
+        out_rows = levels[level]
+        ein = np.asarray(w["computed_inner_edges"], dtype=np.float64)[level]
+        eb = np.asarray(w["computed_boundary_edges"], dtype=np.float64)[level]
+    if layer > 0 and level + 1 < len(levels):
+        in_rows = levels[level + 1]
+    return out_rows, in_rows, ein, eb
 
 
 def _exchange_widths(spec: ModelSpec) -> list:

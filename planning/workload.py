@@ -10,6 +10,13 @@ arrays (NumPy only, so the planner never needs torch):
   all edges of the part are ``inner_edges`` (``boundary_edges`` are 0).
 * ``recv_rows[p, q]``: rows part ``p`` receives from part ``q`` per exchange (its halo rows owned
   by ``q``, or its mirrors mastered by ``q``). ``recv_rows[p].sum()`` is the part's halo.
+* ``computed_rows[k, p]``, ``computed_inner_edges[k, p]``, ``computed_boundary_edges[k, p]``
+  (edge cut with a training split only): the rows a training step computes ``k`` layers
+  below the last and the inner and boundary in-edges their aggregation reads. The last layer
+  computes only the loss's rows (``k = 0``: the training nodes), and each layer below only
+  the rows the layer above reads: those rows, their owned in-neighbours and every row sent to
+  another part (``LocalGraph.rows_read_by``). ``NARROWED_LEVELS`` levels are counted; the
+  layers below them compute every row.
 
 :func:`host_sharing` counts, for parts placed ``ranks_per_host`` to a host in order, how many of
 the rows a host's ranks fetch from other hosts are fetched by more than one of them: what a
@@ -24,7 +31,9 @@ import numpy as np
 from partitioning.base import get_train_mask
 from partitioning.graph import as_csr_graph
 
-__all__ = ["part_workload", "workload_from_arrays", "host_sharing"]
+__all__ = ["part_workload", "workload_from_arrays", "host_sharing", "NARROWED_LEVELS"]
+
+NARROWED_LEVELS = 3  # layers below the last whose narrowed rows part_workload counts
 
 
 def part_workload(graph, partition) -> dict:
@@ -49,23 +58,63 @@ def part_workload(graph, partition) -> dict:
                        minlength=p * p).reshape(p, p)
     mask = get_train_mask(graph, g.num_nodes)
     train = np.bincount(owner[mask], minlength=p) if mask is not None else np.zeros(p)
+    computed = None
+    if partition.kind != "vertex_cut" and mask is not None:
+        computed = _narrowed_rows(owner, src, dst, np.asarray(mask, dtype=bool), p)
     return workload_from_arrays(partition.kind, nodes, inner, boundary, recv, train,
-                                num_nodes=g.num_nodes, num_edges=g.num_edges)
+                                num_nodes=g.num_nodes, num_edges=g.num_edges,
+                                computed=computed)
+
+
+def _narrowed_rows(owner: np.ndarray, src: np.ndarray, dst: np.ndarray, loss_rows: np.ndarray,
+                   p: int) -> tuple:
+    """``(rows, inner edges, boundary edges)``, each ``[NARROWED_LEVELS, p]``: what each part
+    computes at each level below the last layer (see the module docstring)."""
+    crossing = owner[src] != owner[dst]
+    sent = np.zeros(owner.size, dtype=bool)
+    sent[src[crossing]] = True  # read by another part's halo: computed at every level below
+    inner_src, inner_dst = src[~crossing], dst[~crossing]
+    dst_part = owner[dst]
+    chosen = loss_rows.copy()
+    rows, inner, boundary = [], [], []
+    for level in range(NARROWED_LEVELS):
+        if level:
+            below = chosen | sent
+            below[inner_src[chosen[inner_dst]]] = True
+            chosen = below
+        reading = chosen[dst]
+        rows.append(np.bincount(owner[chosen], minlength=p))
+        inner.append(np.bincount(dst_part[reading & ~crossing], minlength=p))
+        boundary.append(np.bincount(dst_part[reading & crossing], minlength=p))
+    return np.array(rows), np.array(inner), np.array(boundary)
 
 
 def workload_from_arrays(kind: str, nodes, inner_edges, boundary_edges, recv_rows,
                          train_nodes=None, num_nodes: int | None = None,
-                         num_edges: int | None = None) -> dict:
-    """Assemble a workload dict from per-part arrays (for tests and hand-made scenarios)."""
+                         num_edges: int | None = None, computed: tuple | None = None) -> dict:
+    """Assemble a workload dict from per-part arrays (for tests and hand-made scenarios).
+
+    ``computed``: optional ``(rows, inner edges, boundary edges)``, each ``[levels, parts]``,
+    what a training step computes at each level below the last layer (see the module
+    docstring); without it the model takes every layer as computing every row."""
     nodes = np.asarray(nodes, dtype=np.float64)
     recv = np.asarray(recv_rows, dtype=np.float64).reshape(nodes.size, nodes.size)
     train = np.zeros_like(nodes) if train_nodes is None else np.asarray(train_nodes, np.float64)
     inner = np.asarray(inner_edges, dtype=np.float64)
     boundary = np.asarray(boundary_edges, dtype=np.float64)
-    return {"kind": kind, "num_parts": int(nodes.size), "nodes": nodes, "inner_edges": inner,
+    work = {"kind": kind, "num_parts": int(nodes.size), "nodes": nodes, "inner_edges": inner,
             "boundary_edges": boundary, "recv_rows": recv, "train_nodes": train,
             "num_nodes": int(num_nodes if num_nodes is not None else nodes.sum()),
             "num_edges": int(num_edges if num_edges is not None else (inner + boundary).sum())}
+    if computed is not None:
+        for key, values in zip(("computed_rows", "computed_inner_edges",
+                                "computed_boundary_edges"), computed):
+            values = np.asarray(values, dtype=np.float64)
+            if values.ndim != 2 or values.shape[1] != nodes.size:
+                raise ValueError(f"{key} must be [levels, {nodes.size}], got shape "
+                                 f"{values.shape}")
+            work[key] = values
+    return work
 
 
 def host_sharing(graph, partition, ranks_per_host: int) -> dict:
