@@ -35,8 +35,8 @@ gradient; the bracket is absent where the aggregated input needs no gradient (th
 layer aggregating raw features); ``elementwise`` is the output's bias, activation and
 dropout and, on the first layer in training, the raw features' dropout, ``elementwise'``
 twice the output's ops only (the raw features need no gradient). GAT exchanges width ``H C +
-H`` and works per edge (``g_gather H C`` x 3 forward, x 6 backward): the edges from owned sources (and self loops)
-while the exchange travels, the halo's after it. A vertex cut
+H`` and works per edge (``g_gather H C`` x 3 forward, x 6 backward): the edges from owned
+sources (and self loops) while the exchange travels, the halo's after it. A vertex cut
 (DistGNN) exchanges twice per aggregation (master -> mirrors, partial sums -> masters) around
 its local product, without overlap. Every layer and pass of a rank also costs
 ``layer_overhead_s`` (Python and autograd), and every exchange ``exchange_overhead_s`` more
