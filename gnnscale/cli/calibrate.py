@@ -378,12 +378,23 @@ def calibrate_in_job(comm, threads: int, scale: float = 1.0, host_cores: int | N
     residuals = [_tiny_step_residual(comm, data, kind, spec, host, costs)
                  for kind in (("edge_cut", "vertex_cut") if comm.size > 1 else ("edge_cut",))]
     layers = 2 * spec.layers * host.oversubscription(comm.size)
+    costs.layer_overhead_s, costs.exchange_overhead_s = fit_fixed_costs(residuals, layers)
+    return costs
+
+
+def fit_fixed_costs(residuals: list, layer_passes: float) -> tuple[float, float]:
+    """``(layer_overhead_s, exchange_overhead_s)`` from the residuals of tiny steps: each
+    ``(seconds a step took beyond the model's other terms, exchanges per step)``, the first an
+    edge cut's, an optional second a vertex cut's (more exchanges for the same layers). Each
+    residual is ``layer_passes x per layer + exchanges x per exchange``: two steps with
+    different exchange counts give both; one step (or no more exchanges in the second) gives
+    the whole residual to the layers. Neither is negative."""
     (edge_res, edge_x), *vertex = residuals
+    per_exchange = 0.0
     if vertex and vertex[0][1] > edge_x:
         vertex_res, vertex_x = vertex[0]
-        costs.exchange_overhead_s = max(0.0, (vertex_res - edge_res) / (vertex_x - edge_x))
-    costs.layer_overhead_s = max(0.0, (edge_res - edge_x * costs.exchange_overhead_s) / layers)
-    return costs
+        per_exchange = max(0.0, (vertex_res - edge_res) / (vertex_x - edge_x))
+    return max(0.0, (edge_res - edge_x * per_exchange) / layer_passes), per_exchange
 
 
 def _tiny_step_residual(comm, data, kind: str, spec, host, costs) -> tuple[float, int]:

@@ -121,6 +121,22 @@ def test_alltoallv_fit_takes_latency_from_the_smallest_message_and_slope_from_th
     assert flat["shm_beta"] == 0.0  # a noisy slope is clipped at zero, never negative
 
 
+def test_fixed_costs_split_into_per_layer_and_per_exchange_from_two_tiny_steps():
+    from gnnscale.cli.calibrate import fit_fixed_costs
+
+    layer, exchange, passes = 2e-3, 5e-4, 4  # 2 layers x forward and backward
+    edge_cut = (passes * layer + 3 * exchange, 3)  # one exchange per aggregation
+    vertex_cut = (passes * layer + 6 * exchange, 6)  # two
+    assert fit_fixed_costs([edge_cut, vertex_cut], passes) == \
+        (pytest.approx(layer), pytest.approx(exchange))
+    # one step (one rank) or no more exchanges in the second: all of it per layer
+    assert fit_fixed_costs([edge_cut], passes) == (pytest.approx(edge_cut[0] / passes), 0.0)
+    assert fit_fixed_costs([edge_cut, edge_cut], passes)[1] == 0.0
+    # noise that makes the vertex cut's residual the smaller: clipped, never negative
+    assert fit_fixed_costs([edge_cut, (edge_cut[0] / 2, 6)], passes)[1] == 0.0
+    assert fit_fixed_costs([(-1e-3, 3), (-5e-4, 6)], passes)[0] == 0.0
+
+
 def test_ranks_measure_their_constants_as_many_at_once_as_the_host_has_cores_for():
     from gnnscale.cli.calibrate import measuring_turns
 
