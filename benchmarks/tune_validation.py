@@ -473,6 +473,14 @@ def _rel(predicted: float, measured: float) -> float:
     return predicted / measured - 1
 
 
+QUIET_LOAD = (os.cpu_count() or 2) + 1.0
+
+
+def _quiet(cell: dict) -> bool:
+    """Whether the cell's job started at a 1-minute load average of at most QUIET_LOAD."""
+    return cell.get("load_1min") is not None and cell["load_1min"] <= QUIET_LOAD
+
+
 def report_vcluster(cells: list) -> dict:
     """``--vcluster`` cells: the table, the median errors (step, evaluation; per dataset) and
     whether the predicted order of the partitioners equals the measured one per (dataset,
@@ -480,8 +488,9 @@ def report_vcluster(cells: list) -> dict:
     rates = list(dict.fromkeys(c["network"] for c in sorted(
         cells, key=lambda c: -c["link"]["bandwidth_Bps"])))
     lines = ["| graph | model | partitioner | link | step pred / meas (ms) | error | "
-             "eval pred / meas (ms) | hidden pred / meas | halo MB/step pred / meas | "
-             "link MB/epoch |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "eval pred / meas (ms) | error | hidden pred / meas | halo MB/step pred / meas | "
+             "link MB/epoch | runs | load |", "|---|---|---|---|---|---|---|---|---|---|---|---|"
+             "---|"]
     order = {n: i for i, n in enumerate(rates)}
     cells = sorted(cells, key=lambda c: (c["dataset"], c.get("model", "gcn"),
                                          order[c["network"]], c["method"]))
@@ -494,9 +503,12 @@ def report_vcluster(cells: list) -> dict:
             f"{c['measured_step_s'] * 1e3:.1f} | "
             f"{100 * _rel(c['predicted_step_s'], c['measured_step_s']):+.0f}% | "
             f"{c['predicted_eval_s'] * 1e3:.1f} / {c['measured_eval_s'] * 1e3:.1f} | "
+            f"{100 * _rel(c['predicted_eval_s'], c['measured_eval_s']):+.0f}% | "
             f"{hidden[0]} / {hidden[1]} | "
             f"{float(np.max(c['predicted_halo_bytes_step'])) / 1e6:.2f} / "
-            f"{c['halo_bytes_sent'] / 1e6:.2f} | {c['wire_tx_bytes_epoch'] / 1e6:.2f} |")
+            f"{c['halo_bytes_sent'] / 1e6:.2f} | {c['wire_tx_bytes_epoch'] / 1e6:.2f} | "
+            f"{c.get('runs', 1)} | "
+            f"{'-' if c.get('load_1min') is None else format(c['load_1min'], '.1f')} |")
     table = "\n".join(lines)
     print(table)
     orders = partitioner_orders([{"model": "gcn", **c} for c in cells],
@@ -515,6 +527,12 @@ def report_vcluster(cells: list) -> dict:
                                for d in sorted({c["dataset"] for c in cells})},
                "per_rate": {n[3:]: median_error([c for c in cells if c["network"] == n])
                             for n in rates},
+               # the host's 2 cores run the job's 2 ranks: a 1-minute load above cores + 1
+               # means other work competed for them
+               "quiet_host": {"load_at_most": QUIET_LOAD,
+                              "cells": sum(_quiet(c) for c in cells),
+                              "step": median_error([c for c in cells if _quiet(c)]),
+                              "eval": median_error([c for c in cells if _quiet(c)], "eval")},
                "orders_equal": {n[3:]: f"{sum(o['equal'] for o in orders if o['network'] == n)}"
                                        f"/{sum(o['network'] == n for o in orders)}"
                                 for n in rates}}
@@ -617,7 +635,15 @@ def merged_cells(cells: list) -> list:
         groups.setdefault(key[:4] + key[5:], []).append(c)
     keys = ("measured_step_s", "measured_eval_s", "predicted_step_s", "predicted_eval_s",
             "file_predicted_step_s", "file_predicted_eval_s")
+
+    def median_of(runs, get):
+        values = [v for v in map(get, runs) if v is not None]
+        return float(np.median(values)) if values else None
+
     return [{**runs[0], **{k: float(np.median([r[k] for r in runs])) for k in keys},
+             "measured_hidden": median_of(runs, lambda r: r.get("measured_hidden")),
+             "load_1min": median_of(runs, lambda r: (r.get("load_average") or {})
+                                    .get("before", [None])[0]),
              "runs": len(runs)} for runs in groups.values()]
 
 
