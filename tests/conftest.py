@@ -32,9 +32,23 @@ def _cpu_now() -> float:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    start = _cpu_now()
+    item.cpu_at_start = _cpu_now()
     yield
-    _cpu_seconds[item.nodeid] = _cpu_now() - start  # setup, call and teardown
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    if call.when == "teardown":  # setup, call and teardown; the report carries it to the
+        # process that prints the summary (pytest-xdist's controller, or this one)
+        outcome.get_result().user_properties.append(
+            ("cpu_s", _cpu_now() - getattr(item, "cpu_at_start", _cpu_now())))
+
+
+def pytest_runtest_logreport(report):
+    for name, value in report.user_properties:
+        if name == "cpu_s":
+            _cpu_seconds[report.nodeid] = value
 
 
 def pytest_terminal_summary(terminalreporter):
