@@ -40,7 +40,8 @@ sources (and self loops) while the exchange travels, the halo's after it. A vert
 (DistGNN) exchanges twice per aggregation (master -> mirrors, partial sums -> masters) around
 its local product, without overlap. Every layer and pass of a rank also costs
 ``layer_overhead_s`` (Python and autograd), and every exchange ``exchange_overhead_s`` more
-time to travel (posting, progressing and completing it: fixed, whatever its size).
+time to travel (posting, progressing and completing it: fixed, whatever its size), as does
+every allreduce (the step's gradient buckets, the evaluation's metrics).
 
 **Caches.** A rank's share of its host's last-level cache is ``C = cache_bytes / ranks on the
 host``. Each op's constant moves from the one calibrated on cached data to the one calibrated
@@ -598,7 +599,8 @@ def predict(workload: dict, spec: ModelSpec, cluster: Cluster | None = None,
     and ``slowest_phase`` (the costliest phase), ``bound`` ("communication" or "compute"), and
     per-rank ``rank_step_s`` (each rank's own work with no waiting for others) and
     ``halo_bytes`` (per rank, received per exchange of the widest layer); per step,
-    ``exchanges_step`` (halo exchanges), ``halo_bytes_step`` (per rank, bytes sent) and
+    ``exchanges_step`` (halo exchanges), ``collectives_step`` (gradient allreduces),
+    ``halo_bytes_step`` (per rank, bytes sent) and
     ``exchange_s`` (the longest rank's time its exchanges travel, hidden or not).
     """
     cluster = cluster or Cluster()
@@ -651,11 +653,15 @@ def predict(workload: dict, spec: ModelSpec, cluster: Cluster | None = None,
     bucket_min = min(4 * 2**20, max(64 * 2**10, sum(grads) / 4))
     comm_free = 0.0
     pending = 0.0
+    # an allreduce is a collective like an exchange: its fixed cost as well
+    fixed = model.exchange_overhead_s if p > 1 else 0.0
+    collectives = 0
     for done, layer in zip(ends[spec.layers:], reversed(range(spec.layers))):
         pending += grads[layer]
         if pending >= bucket_min or layer == 0:
             start = max(float(done) - t_fwd, comm_free)
-            comm_free = start + allreduce_time(pending, p, cluster, model, slow)
+            comm_free = start + allreduce_time(pending, p, cluster, model, slow) + fixed
+            collectives += 1
             pending = 0.0
     t_bwd = float(ends[-1]) - t_fwd
     ar_exposed = max(0.0, comm_free - t_bwd)
@@ -664,7 +670,7 @@ def predict(workload: dict, spec: ModelSpec, cluster: Cluster | None = None,
     per_logit = float(_rate(k, "gamma_elem", logits, cache)) * slow
     loss = per_logit * 10 * float(np.max(workload["train_nodes"])) * spec.widths[-1]
     step = t_fwd + t_bwd + ar_exposed + optimizer + loss
-    t_eval = float(timeline(ev)[-1]) + allreduce_time(64, p, cluster, model, slow) \
+    t_eval = float(timeline(ev)[-1]) + allreduce_time(64, p, cluster, model, slow) + fixed \
         + per_logit * 10 * float(np.max(workload["nodes"])) * spec.widths[-1]
     rank_step = sum(f.alone() for f in fwd) + sum(b.alone() for b in bwd)
     slowest = int(np.argmax(rank_step))
@@ -680,7 +686,7 @@ def predict(workload: dict, spec: ModelSpec, cluster: Cluster | None = None,
             "exchange_exposed_s": exch_exposed,
             "exchange_s": float(np.max(travel + background)) if p > 1 else 0.0,
             "halo_bytes_step": np.asarray(sent, dtype=np.float64) * np.ones(p),
-            "exchanges_step": exchanges,
+            "exchanges_step": exchanges, "collectives_step": collectives,
             "bound": "communication" if comm_s > 0.5 * step else "compute",
             "slowest_rank": slowest, "slowest_layer": slow_layer + 1,
             "slowest_phase": slow_phase, "rank_step_s": rank_step,

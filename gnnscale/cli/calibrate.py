@@ -399,8 +399,8 @@ def fit_fixed_costs(residuals: list, layer_passes: float) -> tuple[float, float]
 
 def _tiny_step_residual(comm, data, kind: str, spec, host, costs) -> tuple[float, int]:
     """(median training step of the whole job on ``data`` split round-robin (``edge_cut``) or
-    by Libra (``vertex_cut``) minus what ``costs`` (no fixed costs) predict for it, exchanges
-    per step). Collective."""
+    by Libra (``vertex_cut``) minus what ``costs`` (no fixed costs) predict for it, halo
+    exchanges and allreduces per step: each pays the fixed cost per exchange). Collective."""
     from partitioning import make_partitioner
     from partitioning.base import Partition
     from planning.cost_model import CostModel, predict
@@ -430,7 +430,8 @@ def _tiny_step_residual(comm, data, kind: str, spec, host, costs) -> tuple[float
     fixed_free = CostModel.from_dict({**costs.to_dict(), "layer_overhead_s": 0.0,
                                       "exchange_overhead_s": 0.0})
     modelled = predict(part_workload(data, partition), spec, host, fixed_free)
-    return float(np.median(times[5:])) - modelled["step_s"], modelled["exchanges_step"]
+    return (float(np.median(times[5:])) - modelled["step_s"],
+            modelled["exchanges_step"] + modelled["collectives_step"])
 
 
 if __name__ == "__main__":

@@ -93,3 +93,19 @@ def test_the_raw_features_dropout_runs_forward_only():
     output = 1000 * 16 * 1e-9  # the last layer's bias
     assert pred["forward_s"] == pytest.approx(1000 * 128 * 1e-9 + output)
     assert pred["backward_s"] == pytest.approx(2 * output)
+
+
+def test_every_allreduce_pays_the_fixed_cost_of_a_collective():
+    """The gradient allreduce (one bucket here) and the evaluation's metric allreduce each
+    take ``exchange_overhead_s`` like a halo exchange; one rank has none."""
+    spec = ModelSpec("gcn", (4, 8), (1,), dropout=0.5)  # evaluation keeps the aggregate
+    pair = workload_from_arrays("edge_cut", [100, 100], [0, 0], [10, 10], [[0, 10], [10, 0]],
+                                [50, 50])
+    fixed = CostModel.from_dict({**costs().to_dict(), "exchange_overhead_s": 1e-3})
+    pred = predict(pair, spec, Cluster(), fixed)
+    assert pred["collectives_step"] == 1
+    assert pred["allreduce_exposed_s"] == pytest.approx(1e-3)  # after the whole backward
+    assert pred["eval_s"] == pytest.approx(1e-3)  # no exchange, no compute: the allreduce
+    one = workload_from_arrays("edge_cut", [200], [0], [0], [[0]], [100])
+    alone = predict(one, spec, Cluster(), fixed)
+    assert alone["eval_s"] == 0.0 and alone["allreduce_exposed_s"] == 0.0
