@@ -279,8 +279,12 @@ class VirtualCluster:
         if self.name in _owned_namespaces() or (owner is not None and _pid_alive(owner)):
             raise ClusterError(f"a virtual cluster named {self.name!r} is already up (owner "
                                f"process {owner}); choose another name or bring that one down")
-        self.folder.mkdir(parents=True, exist_ok=False)
-        (self.folder / "owner").write_text(str(os.getpid()))
+        # the folder appears with its owner already in it: a cluster coming up at the same
+        # time never takes it for a killed run's leftovers
+        making = self.folder.with_name(f".{self.name}.{os.getpid()}")
+        making.mkdir(parents=True)
+        (making / "owner").write_text(str(os.getpid()))
+        making.rename(self.folder)
         self._up = True
         try:
             self._make_network()
