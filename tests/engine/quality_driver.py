@@ -1,7 +1,7 @@
-"""Under mpirun (1 or 4 ranks): the quality bars of test_quality_bars.py, 3 seeds each (GCN
+"""Under mpirun (4 ranks): the quality bars of test_quality_bars.py, 3 seeds each (GCN
 CiteSeer 5), written as JSON.
 
-Usage: mpirun -n P python quality_driver.py DATASETS_ROOT OUT.json
+Usage: mpirun -n 4 python quality_driver.py DATASETS_ROOT OUT.json
 """
 
 import json
