@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 
 from mpi_launch import DATASETS_ROOT, mpi_env
-from test_readme_commands import readme_blocks
+from doc_blocks import readme_blocks
 
 pytestmark = pytest.mark.timeout(400)
 
