@@ -214,10 +214,13 @@ def add_distribution_arguments(parser) -> None:
     dist.add_argument("--compute-dtype", default="float32", choices=("float32", "bfloat16"),
                       help="bfloat16: dense transforms under autocast (float32 accumulation, "
                            "loss, weights and optimiser state)")
-    dist.add_argument("--staleness", default="exact", type=staleness_policy, metavar="POLICY",
+    # default None, not "exact": argparse would check a text default at every parse, and the
+    # check loads torch (make_policy(None) is exact)
+    dist.add_argument("--staleness", default=None, type=staleness_policy, metavar="POLICY",
                       help="when halos are fetched in training: exact, pipelined[:GAMMA] "
                            "(PipeGCN, one epoch stale, optional smoothing), delayed:R "
-                           "(DistGNN cd-R), local (DistGNN 0c); evaluation is always exact")
+                           "(DistGNN cd-R), local (DistGNN 0c); evaluation is always exact "
+                           "(default: exact)")
     dist.add_argument("--no-overlap", action="store_true",
                       help="wait for each halo exchange before computing (for measuring)")
     dist.add_argument("--simulate-network", type=simulated_network, default=None,

@@ -7,16 +7,18 @@ every rank calls :func:`build_trainer` with the same options.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
-import torch
 
 from ..errors import UsageError
 from .arguments import balance_params
 from .common import agreed_failure
 from .env_check import check_same_versions
 from .report import format_header
+
+if TYPE_CHECKING:  # torch loads in the functions that use it: options parse without it
+    import torch
 
 
 class BuiltTrainer(NamedTuple):
@@ -55,6 +57,8 @@ def build_trainer(args, comm) -> BuiltTrainer:
     ``metric`` (None: :func:`default_metric`). User errors (bad data, more ranks than nodes)
     are raised on every rank alike (:class:`~gnnscale.errors.GnnscaleError`).
     """
+    import torch
+
     from ..engine import Trainer
     from ..graph.staleness import make_policy
     from ..nn import GNN
@@ -87,6 +91,8 @@ def build_trainer(args, comm) -> BuiltTrainer:
 def _configure_halo_plan(plan, args) -> None:
     """Overlap, message dtype and the simulated network of ``--no-overlap``, ``--halo-dtype``
     and ``--simulate-network``; quantized rows are rounded from ``--seed``."""
+    import torch
+
     from ..graph.quantize import WIRE_FORMATS
 
     wire = WIRE_FORMATS.get(args.halo_dtype) or getattr(torch, args.halo_dtype)
@@ -96,6 +102,8 @@ def _configure_halo_plan(plan, args) -> None:
 
 def _device(name: str) -> torch.device:
     """The torch device of this rank (GPUs are shared round-robin by the ranks of a host)."""
+    import torch
+
     if name == "cpu":
         return torch.device("cpu")
     if not torch.cuda.is_available():
@@ -109,6 +117,7 @@ def _device(name: str) -> torch.device:
 def _problem_in_memory(args, comm, device):
     """Every rank maps the graph (see :mod:`.shared_graph`); rank 0 partitions it and broadcasts
     the assignment; each rank then reads only its own rows."""
+    import torch
     from partitioning import make_partitioner, part_summary
 
     from ..engine import LocalProblem

@@ -7,8 +7,6 @@ import signal
 import sys
 from pathlib import Path
 
-import torch
-
 from ..errors import UsageError
 from .arguments import (DEFAULT_CHECKPOINT_EVERY, add_evaluation_arguments,
                         add_output_arguments, add_training_arguments)
@@ -61,6 +59,8 @@ def check_arguments(args) -> None:
 
 
 def run(args) -> int:
+    import torch
+
     from .. import comm as comm_module
     from ..engine import MetricsWriter, write_predictions
     from ..threads import default_threads

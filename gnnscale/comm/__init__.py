@@ -10,22 +10,45 @@
 
 Hierarchical allreduce over node groups is :class:`HierarchicalCommunicator`. How launchers are
 recognised is documented in :mod:`.launch`; how hangs are avoided in :mod:`.guard`.
+
+Importing this package loads no torch: :mod:`.launch` (``detect_launch``, ``env_rank``,
+``LaunchInfo``) and ``BACKENDS`` are here at once, so the command line parses its arguments
+without torch; the communicators and the guard's errors load from their modules on first use
+(``from gnnscale.comm import SingleCommunicator`` works as any import does).
 """
 
 from __future__ import annotations
 
-from .base import Communicator, Work
-from .guard import (CollectiveMismatchError, CommTimeoutError, PeerFailedError,
-                    install_failure_handler, report_failure)
-from .hierarchical import HierarchicalCommunicator, node_groups
 from .launch import LaunchInfo, detect_launch, env_rank
-from .single import SingleCommunicator
 
 BACKENDS = ("auto", "mpi", "torch", "single")
 
 __all__ = ["Communicator", "Work", "SingleCommunicator", "HierarchicalCommunicator", "LaunchInfo",
            "detect_launch", "env_rank", "init", "BACKENDS", "CollectiveMismatchError",
            "CommTimeoutError", "PeerFailedError", "node_groups", "report_failure"]
+
+#: the names loaded when one of them is first asked for (their modules import torch)
+_ON_FIRST_USE = ("Communicator", "Work", "SingleCommunicator", "HierarchicalCommunicator",
+                 "node_groups", "CollectiveMismatchError", "CommTimeoutError", "PeerFailedError",
+                 "report_failure")
+
+
+def __getattr__(name: str):
+    """The names of :data:`_ON_FIRST_USE`, imported at their first use (PEP 562)."""
+    if name not in _ON_FIRST_USE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from .base import Communicator, Work
+    from .guard import CollectiveMismatchError, CommTimeoutError, PeerFailedError, report_failure
+    from .hierarchical import HierarchicalCommunicator, node_groups
+    from .single import SingleCommunicator
+
+    loaded = locals()
+    globals().update({key: loaded[key] for key in _ON_FIRST_USE})  # found directly from now on
+    return loaded[name]
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
 
 
 def init(backend: str = "auto", *, timeout: float | None = None, check: bool | None = None,
@@ -45,6 +68,8 @@ def init(backend: str = "auto", *, timeout: float | None = None, check: bool | N
     other ranks (they raise :class:`PeerFailedError` naming it) and aborts the job.
     """
     from ..errors import CommError
+    from .guard import install_failure_handler
+    from .single import SingleCommunicator
 
     if backend not in BACKENDS:
         raise CommError(f"unknown communication backend {backend!r}; choose one of "

@@ -8,16 +8,39 @@ one-hop ``MessagePassing`` layer), :class:`DistributedBatchNorm` (``BatchNorm1d`
 :class:`LayerNorm` (PyG ``LayerNorm``, node or graph mode). :class:`GNN` stacks them; its model
 names are :data:`MODEL_NAMES`. :class:`ResidualGNN` is Platonov et al.'s residual model (norm,
 graph module, feed-forward network, skip) with GCN, SAGE or GAT blocks.
+
+Importing this package loads no torch: ``MODEL_NAMES`` is here at once (the command line's
+choices); the layers and models load from their modules on first use.
 """
 
-from .conv import GCNLayer, SAGELayer
-from .gat import GATLayer, GATv2Layer
-from .gin import GINLayer
-from .models import GNN, MODEL_NAMES, build_layer
-from .norms import NORMS, DistributedBatchNorm, LayerNorm, global_sum, make_norm
-from .pyg_wrapper import DistributedConv
-from .residual_blocks import RESIDUAL_BLOCKS, ResidualGNN
+from __future__ import annotations
+
+from .model_names import MODEL_NAMES
 
 __all__ = ["GCNLayer", "SAGELayer", "GATLayer", "GATv2Layer", "GINLayer", "DistributedConv",
            "DistributedBatchNorm", "LayerNorm", "NORMS", "make_norm", "global_sum", "GNN",
            "MODEL_NAMES", "build_layer", "ResidualGNN", "RESIDUAL_BLOCKS"]
+
+#: the names loaded when one of them is first asked for (their modules import torch)
+_ON_FIRST_USE = tuple(name for name in __all__ if name != "MODEL_NAMES")
+
+
+def __getattr__(name: str):
+    """The names of :data:`_ON_FIRST_USE`, imported at their first use (PEP 562)."""
+    if name not in _ON_FIRST_USE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from .conv import GCNLayer, SAGELayer
+    from .gat import GATLayer, GATv2Layer
+    from .gin import GINLayer
+    from .models import GNN, build_layer
+    from .norms import NORMS, DistributedBatchNorm, LayerNorm, global_sum, make_norm
+    from .pyg_wrapper import DistributedConv
+    from .residual_blocks import RESIDUAL_BLOCKS, ResidualGNN
+
+    loaded = locals()
+    globals().update({key: loaded[key] for key in _ON_FIRST_USE})  # found directly from now on
+    return loaded[name]
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

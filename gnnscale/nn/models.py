@@ -26,10 +26,10 @@ from .fused_transform import PendingLinear, can_fuse
 from .gat import GATLayer, GATv2Layer
 from .gemm import cpu_autocast_dtype
 from .gin import GINLayer
+from .model_names import MODEL_NAMES
 from .norms import NORMS, make_norm
 from .pyg_wrapper import DistributedConv
 
-MODEL_NAMES = ("gcn", "sage", "sage-max", "gat", "gin", "gatv2", "graphconv")
 ACTIVATIONS = {"relu": F.relu, "elu": F.elu, "gelu": F.gelu}
 
 
