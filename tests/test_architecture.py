@@ -13,11 +13,12 @@ from mpi_launch import REPO_ROOT
 # docs/architecture.md.
 ALLOWED = {
     "errors": set(), "threads": set(), "cnn": set(), "host_memory": set(), "testing": set(),
-    "comm": {"errors"},
+    "lazy_names": set(),
+    "comm": {"errors", "lazy_names"},
     "data": {"errors", "host_memory", "partitioning"},
     "graph": {"comm", "errors"},
     "parallel": {"comm", "errors"},
-    "nn": {"graph", "comm", "errors"},
+    "nn": {"graph", "comm", "errors", "lazy_names"},
     "engine": {"nn", "graph", "parallel", "comm", "data", "partitioning", "errors"},
     "cli": {"engine", "nn", "graph", "parallel", "comm", "data", "partitioning", "planning",
             "errors", "threads", "cnn", "host_memory"},

@@ -19,6 +19,7 @@ without torch; the communicators and the guard's errors load from their modules 
 
 from __future__ import annotations
 
+from ..lazy_names import on_first_use
 from .launch import LaunchInfo, detect_launch, env_rank
 
 BACKENDS = ("auto", "mpi", "torch", "single")
@@ -33,22 +34,17 @@ _ON_FIRST_USE = ("Communicator", "Work", "SingleCommunicator", "HierarchicalComm
                  "report_failure")
 
 
-def __getattr__(name: str):
-    """The names of :data:`_ON_FIRST_USE`, imported at their first use (PEP 562)."""
-    if name not in _ON_FIRST_USE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def _load() -> dict:
+    """The names of :data:`_ON_FIRST_USE`, imported."""
     from .base import Communicator, Work
     from .guard import CollectiveMismatchError, CommTimeoutError, PeerFailedError, report_failure
     from .hierarchical import HierarchicalCommunicator, node_groups
     from .single import SingleCommunicator
 
-    loaded = locals()
-    globals().update({key: loaded[key] for key in _ON_FIRST_USE})  # found directly from now on
-    return loaded[name]
+    return locals()
 
 
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = on_first_use(globals(), _ON_FIRST_USE, _load)
 
 
 def init(backend: str = "auto", *, timeout: float | None = None, check: bool | None = None,

@@ -15,6 +15,7 @@ choices); the layers and models load from their modules on first use.
 
 from __future__ import annotations
 
+from ..lazy_names import on_first_use
 from .model_names import MODEL_NAMES
 
 __all__ = ["GCNLayer", "SAGELayer", "GATLayer", "GATv2Layer", "GINLayer", "DistributedConv",
@@ -25,10 +26,8 @@ __all__ = ["GCNLayer", "SAGELayer", "GATLayer", "GATv2Layer", "GINLayer", "Distr
 _ON_FIRST_USE = tuple(name for name in __all__ if name != "MODEL_NAMES")
 
 
-def __getattr__(name: str):
-    """The names of :data:`_ON_FIRST_USE`, imported at their first use (PEP 562)."""
-    if name not in _ON_FIRST_USE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def _load() -> dict:
+    """The names of :data:`_ON_FIRST_USE`, imported."""
     from .conv import GCNLayer, SAGELayer
     from .gat import GATLayer, GATv2Layer
     from .gin import GINLayer
@@ -37,10 +36,7 @@ def __getattr__(name: str):
     from .pyg_wrapper import DistributedConv
     from .residual_blocks import RESIDUAL_BLOCKS, ResidualGNN
 
-    loaded = locals()
-    globals().update({key: loaded[key] for key in _ON_FIRST_USE})  # found directly from now on
-    return loaded[name]
+    return locals()
 
 
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = on_first_use(globals(), _ON_FIRST_USE, _load)
