@@ -180,6 +180,12 @@ HALO_DTYPES = ("float32", "bfloat16", "int8", "int4", "int2")
 STALENESS = ("exact", "pipelined")  # what the projection offers the planner (see docs)
 
 
+ROW_KEYS = ("graph", "cores", "method", "parts", "placement", "threads_per_rank", "halo_dtype",
+            "staleness", "predicted_step_s", "predicted_eval_s", "predicted_epoch_s",
+            "predicted_exchange_exposed_s", "predicted_allreduce_exposed_s", "bound",
+            "predicted_halo_bytes_step_max")  # what projection.json keeps of every candidate
+
+
 def _workload(run: dict) -> dict:
     return {k: np.asarray(v) if isinstance(v, list) else v for k, v in run["workload"].items()}
 
@@ -218,7 +224,7 @@ def project(args) -> None:
     runs = {}
     for run in stats_file["runs"]:
         runs.setdefault(graph_label(run), {}).setdefault(run["parts"], []).append(run)
-    rows, chosen, baseline = [], [], []
+    rows, chosen, baseline, core_only, waiting = [], [], [], [], []
     for graph in GRAPHS:
         for cores in CORES:
             cands = []
@@ -242,10 +248,14 @@ def project(args) -> None:
             plain = [r for r in cands if r["placement"] == "core"
                      and (r["halo_dtype"], r["staleness"]) == ("float32", "exact")]
             chosen.append(best)
+            waiting.append(dict(choose([r for r in cands if r["staleness"] == "exact"])))
+            per_core = [r for r in cands if r["placement"] == "core"]
+            if per_core:
+                core_only.append(dict(choose(per_core)))
             if plain:
                 baseline.append(min(plain, key=lambda r: r["predicted_step_s"]))
             rows.extend(cands)
-    for group in (chosen, baseline):
+    for group in (chosen, baseline, core_only, waiting):
         for r in group:
             first = min((g for g in group if g["graph"] == r["graph"]),
                         key=lambda g: g["cores"])
@@ -264,7 +274,9 @@ def project(args) -> None:
                                "coding_elems_per_value": coding,
                                "halo_dtypes": HALO_DTYPES, "staleness": STALENESS,
                                "chosen": chosen, "per_core_float32_exact": baseline,
-                               "host_sharing": sharing, "rows": rows}, indent=1))
+                               "per_core_chosen": core_only, "exact_staleness_chosen": waiting,
+                               "host_sharing": sharing,
+                               "rows": [{k: r[k] for k in ROW_KEYS} for r in rows]}, indent=1))
     plot(chosen, baseline, PNG)
 
 
@@ -331,6 +343,7 @@ def plot(chosen, baseline, path) -> None:
     right.axhline(0.5, color="grey", linewidth=0.8)
     for ax in (left, right):
         ax.set_xscale("log", base=2)
+        ax.set_xticks(CORES, [str(c) for c in CORES])
         ax.set_xlabel("cores (hosts of 32 cores, 2 sockets; 100 Gb/s, 2 us)")
         ax.grid(True, which="both", alpha=0.3)
     right.legend(fontsize=7)
@@ -339,22 +352,46 @@ def plot(chosen, baseline, path) -> None:
     plt.close(fig)
 
 
+def _cell(r, halo=False) -> str:
+    if not r:
+        return "-"
+    what = f"{r['method']}, {r['halo_dtype']}/{r['staleness']}" if halo else r["method"]
+    return f"{r['predicted_step_s']:.3f}, {r['efficiency']:.2f} ({what})"
+
+
 def table(args) -> None:
     """The docs/planning.md tables of ``projection.json``: the chosen configuration per graph
     and core count beside one rank per core with float32 exact halos, and host sharing."""
     result = json.loads(OUT.read_text())
     base = {(r["graph"], r["cores"]): r for r in result["per_core_float32_exact"]}
+    core = {(r["graph"], r["cores"]): r for r in result["per_core_chosen"]}
     print("| graph | cores | partitioner | ranks x threads | halo | staleness | step (s) | "
-          "exposed comm. (s) | efficiency | 1 rank/core, float32, exact: step (s), efficiency |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "exposed comm. (s) | efficiency | 1 rank/core, chosen halo: step (s), efficiency | "
+          "1 rank/core, float32, exact: step (s), efficiency |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in result["chosen"]:
         b = base.get((r["graph"], r["cores"]))
         comm = r["predicted_exchange_exposed_s"] + r["predicted_allreduce_exposed_s"]
         print(f"| {r['graph']} | {r['cores']} | {r['method']} | {r['parts']} x "
               f"{r['threads_per_rank']} | {r['halo_dtype']} | {r['staleness']} | "
               f"{r['predicted_step_s']:.3f} | {comm:.3f} | {r['efficiency']:.2f} | "
-              + (f"{b['predicted_step_s']:.3f}, {b['efficiency']:.2f} ({b['method']}) |"
-                 if b else "- |"))
+              + _cell(core.get((r["graph"], r["cores"])), halo=True) + " | " + _cell(b) + " |")
+    print()
+    groups = [("chosen", "the planner's choice"),
+              ("exact_staleness_chosen", "with exact halos in time (no staleness)"),
+              ("per_core_chosen", "one rank per core"),
+              ("per_core_float32_exact", "one rank per core, float32, exact")]
+    print("| graph | " + " | ".join(f"efficiency at 256 cores: {what}" for _, what in groups)
+          + " |")
+    print("|---|" + "---|" * len(groups))
+    for graph in dict.fromkeys(r["graph"] for r in result["chosen"]):
+        cells = []
+        for key, _ in groups:
+            top = [r for r in result[key] if r["graph"] == graph and r["cores"] == max(CORES)]
+            cells.append(f"{top[0]['efficiency']:.2f} ({top[0]['method']}, "
+                         f"{top[0]['parts']} x {top[0]['threads_per_rank']}, "
+                         f"{top[0]['halo_dtype']}/{top[0]['staleness']})" if top else "-")
+        print(f"| {graph} | " + " | ".join(cells) + " |")
     print()
     print("| graph | cores | partitioner | placement | halo | remote rows fetched | fetched by "
           "another rank of the host too | step (s) | with a host-aware exchange (s) | "

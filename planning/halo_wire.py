@@ -38,8 +38,8 @@ META_BYTES = 8
 #: (encode, decode) elementwise-op equivalents per value, one thread, rows of 64 values
 #: beyond the cache: ``benchmarks/projection.py wire`` on this host
 #: (benchmarks/results/projection_stats.json, ``wire``)
-DEFAULT_CODING = {"float32": (0.0, 0.0), "bfloat16": (1.3, 3.0), "int8": (9.0, 5.9),
-                  "int4": (5.7, 4.2), "int2": (4.0, 4.4)}
+DEFAULT_CODING = {"float32": (0.0, 0.0), "bfloat16": (2.3, 2.7), "int8": (5.8, 6.1),
+                  "int4": (11.9, 6.5), "int2": (5.2, 6.0)}
 STALENESS_POLICIES = ("exact", "pipelined", "delayed", "local")
 
 
