@@ -44,11 +44,13 @@ latency link_probe measures across the bridge and the rate's bandwidth (the prob
 ``none``). Results go to ``benchmarks/results/tune_validation_vcluster.json``::
 
     flock /tmp/gnnscale-bench.lock python benchmarks/tune_validation.py \
-        --vcluster none 10gbit 1gbit 100mbit --datasets rmat-18 SNAP-ca-astroph \
-        --models gcn sage --methods metis libra random --epochs 6
+        --vcluster none 10gbit 1gbit 100mbit --datasets SNAP-ca-astroph rmat-18 \
+        --models gcn sage --methods metis kaminpar libra random --epochs 6 --runs 0 1 2
 
-``--report`` on such a file prints its own table (step, evaluation, hidden fraction and
-bytes per cell; order agreement per dataset, model and rate).
+A cell also records the host's load average when its job started and ended (the host may be
+shared). ``--report`` on such a file prints its own table (step, evaluation, hidden fraction,
+bytes, runs and load per cell; order agreement per dataset, model and rate; the median errors
+over the cells started on a quiet host).
 """
 
 from __future__ import annotations
