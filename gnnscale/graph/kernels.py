@@ -13,11 +13,11 @@ results do not depend on the thread count.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from numba import njit, prange
 
 from .bf16_bits import store, to_float
+from .kernel_threads import follow_torch_threads
 from .prefetch import PREFETCH_EDGES, prefetch_row
 
 
@@ -109,8 +109,7 @@ def csr_spmm(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray, x: np.
     """
     if prefetch_edges < 0:
         raise ValueError(f"prefetch_edges must be >= 0, got {prefetch_edges}")
-    if numba.get_num_threads() != threads:
-        numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
+    follow_torch_threads(threads)
     if add_to is None:
         out = np.empty((num_rows, x.shape[1]), dtype=x.dtype)
     elif (add_to.shape != (num_rows, x.shape[1]) or add_to.dtype != x.dtype

@@ -61,6 +61,7 @@ import torch
 from numba import njit, prange
 
 from .bf16_bits import kernel_array, kernel_empty, store, to_float, to_tensor
+from .kernel_threads import follow_torch_threads
 
 #: splitmix64's increment (2^64 / golden ratio)
 GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -189,6 +190,7 @@ class QuantizedWire:
             flat = flat.float()
         wire = np.empty((n, self.row_bytes(width)), np.uint8)
         meta = np.empty((n, 2), np.float32)
+        follow_torch_threads()
         quantize_rows(kernel_array(flat), width, self.bits, np.uint64(key & _MASK),
                       wire[:, :self.code_bytes(width)], meta)
         wire[:, self.code_bytes(width):] = meta.view(np.uint8)
@@ -206,6 +208,7 @@ class QuantizedWire:
         out_dtype = dtype if dtype in (torch.float32, torch.float64, torch.bfloat16) \
             else torch.float32
         out = kernel_empty(n * width, out_dtype)
+        follow_torch_threads()
         dequantize_rows(data[:, :split], meta, width, self.bits, out)
         return to_tensor(out, out_dtype).reshape(n, *row_shape).to(dtype)
 

@@ -25,6 +25,7 @@ from numba import njit, prange
 from torch.nn import functional as F
 
 from ..graph.bf16_bits import kernel_array, kernel_empty, store, to_float, to_tensor
+from ..graph.kernel_threads import follow_torch_threads
 from ..graph.quantize import GOLDEN as _GOLDEN
 from ..graph.quantize import splitmix64 as _splitmix64
 
@@ -227,6 +228,7 @@ def _scale_type(dtype: torch.dtype):
 def _apply(x: torch.Tensor, key: np.uint64, threshold: int, scale: float,
            relu: bool, dtype: torch.dtype) -> torch.Tensor:
     out = kernel_empty(x.numel(), dtype)
+    follow_torch_threads()
     masked_scale(flat(x), key, threshold, _scale_type(x.dtype)(scale), relu, out, 0,
                  _NO_BIAS)
     return to_tensor(out, dtype).view(x.shape)
@@ -252,6 +254,7 @@ class _Dropout(torch.autograd.Function):
             return _apply(grad, key, threshold, scale, False, in_dtype), *[None] * 5
         (out,) = ctx.saved_tensors
         res = kernel_empty(grad.numel(), in_dtype)
+        follow_torch_threads()
         _grad_where_positive(flat(grad), flat(out), _scale_type(grad.dtype)(scale), res)
         return to_tensor(res, in_dtype).view(grad.shape), *[None] * 5
 
@@ -313,6 +316,7 @@ def _dropout(x: torch.Tensor, p: float, relu: bool, dtype: torch.dtype) -> torch
     if x.device.type == "cpu" and x.dtype in _KERNEL_DTYPES and dtype in _KERNEL_DTYPES:
         return _Dropout.apply(x, key, threshold, scale, relu, dtype)
     if x.device.type == "cpu":
+        follow_torch_threads()
         keep = torch.from_numpy(_keep_mask(x.numel(), key, threshold,
                                            np.empty(x.numel(), dtype=np.bool_)))
     else:

@@ -31,6 +31,7 @@ import math
 import numpy as np
 import torch
 
+from ..graph.kernel_threads import follow_torch_threads
 from .dropout import (CHUNK, NOT_TRANSPOSED, draw, flat, masked_scale,
                      relu_dropout_grad, tiled_bias)
 from .gemm import addmm, addmm_, cpu_autocast_dtype, mm, uses_onednn
@@ -95,6 +96,7 @@ def _activate(h_rows: torch.Tensor, first_row: int, key, threshold, scale, bias,
               out: torch.Tensor) -> torch.Tensor:
     """``dropout(relu(. + bias))`` of rows ``first_row...`` of the whole ``h``, into ``out``
     (``bias`` from :func:`~gnnscale.nn.dropout.tiled_bias`)."""
+    follow_torch_threads()
     masked_scale(flat(h_rows), key, threshold, scale, True, flat(out),
                  first_row * h_rows.shape[1] // CHUNK, bias)
     return out
@@ -183,6 +185,7 @@ class _ReluDropoutLinear(torch.autograd.Function):
             values = buffer[1] if need_weight else None
             mask_args = (flat(through), flat(h[lo:hi]), tiled, key, threshold, scale)
             mask_tail = (flat(values) if need_weight else no_values, lo * width // CHUNK)
+            follow_torch_threads()
             if need_h or not transposed:  # the gradient's rows in place (or in a buffer)
                 grad_pre = grad_h[lo:hi] if need_h else buffer[1 + need_weight]
                 relu_dropout_grad(*mask_args, flat(grad_pre), *mask_tail, NOT_TRANSPOSED)

@@ -12,6 +12,8 @@ import numpy as np
 import torch
 from numba import njit, prange
 
+from ..graph.kernel_threads import follow_torch_threads
+
 
 @njit(parallel=True, cache=True, nogil=True)
 def _side_by_side(a, b, rows, out):  # pragma: no cover - compiled
@@ -29,5 +31,6 @@ def stacked_rows(a: torch.Tensor, b: torch.Tensor, rows: torch.Tensor) -> torch.
     if a.requires_grad or b.requires_grad:
         raise ValueError("stacked_rows: the inputs must need no gradient")
     out = np.empty((rows.numel(), a.shape[1] + b.shape[1]), dtype=np.float32)
+    follow_torch_threads()
     _side_by_side(a.contiguous().numpy(), b.contiguous().numpy(), rows.numpy(), out)
     return torch.from_numpy(out)
