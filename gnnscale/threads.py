@@ -1,4 +1,5 @@
-"""Threads per rank: cores divided among the ranks that share a host.
+"""Threads per rank: ``OMP_NUM_THREADS`` where it is set, else the cores divided among the
+ranks that share a host.
 
 Imported first by ``gnnscale/__init__.py``: when a launcher (mpirun, torchrun) started several
 ranks on this host and ``NUMBA_NUM_THREADS`` is unset, it sizes the compiled kernels' thread
@@ -27,9 +28,17 @@ def local_ranks() -> int:
     return 1
 
 
+def omp_threads() -> int | None:
+    """``OMP_NUM_THREADS`` (its first level where it lists several), or None where it is unset
+    or not a positive integer."""
+    first = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    return int(first) if first.isdigit() and int(first) > 0 else None
+
+
 def default_threads() -> int:
-    """Cores divided among the ranks that share this host (at least 1)."""
-    return max(1, (os.cpu_count() or 1) // local_ranks())
+    """``OMP_NUM_THREADS`` where it is set (the variable every OpenMP program, torch among
+    them, reads), else the cores divided among the ranks that share this host (at least 1)."""
+    return omp_threads() or max(1, (os.cpu_count() or 1) // local_ranks())
 
 
 def size_kernel_pool() -> None:

@@ -229,7 +229,8 @@ def add_distribution_arguments(parser) -> None:
                            "than latency + bytes / bandwidth after it was posted (e.g. 50,10 "
                            "for 10 Gb/s Ethernet); the real exchange still runs underneath")
     dist.add_argument("--threads", type=positive_int, default=None,
-                      help="torch threads per rank; default: cores / ranks on this host")
+                      help="threads per rank; default: OMP_NUM_THREADS where set, else cores / "
+                           "ranks on this host")
 
 
 def add_evaluation_arguments(parser) -> None:

@@ -31,7 +31,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--data-root", default=None,
                    help="dataset folder (default $GNNSCALE_DATA_ROOT, else ./data)")
     p.add_argument("--threads", type=int, default=None,
-                   help="torch threads per rank (default: cores / ranks on this host)")
+                   help="threads per rank (default: OMP_NUM_THREADS where set, else cores / "
+                        "ranks on this host)")
     p.add_argument("--out", default=None, metavar="JSON",
                    help="write {recipe: result} here (rank 0, atomically)")
     return p

@@ -61,8 +61,12 @@ def rank_facts(comm) -> dict:
     hierarchical = HierarchicalCommunicator(comm)
     local_buffer = hierarchical.local.alloc_buffer(1024)
     local_shared = bool(getattr(hierarchical.local, "_shared", {}))
+    omp = os.environ.pop("OMP_NUM_THREADS", None)  # the host's share, as where it is unset
+    share = default_threads()
+    if omp is not None:
+        os.environ["OMP_NUM_THREADS"] = omp
     facts = {"rank": comm.rank, "host": socket.gethostname(), "local_ranks": local_ranks(),
-             "default_threads": default_threads(), "cpus": os.cpu_count(),
+             "default_threads": share, "cpus": os.cpu_count(),
              "node": node_groups(comm)[comm.rank], "nodes": hierarchical.num_nodes,
              "local_group_size": hierarchical.local.size, "world_buffer_shared": world_shared,
              "host_buffer_shared": local_shared, "dev_shm": sorted(os.listdir("/dev/shm"))}

@@ -1,4 +1,5 @@
-"""Threads per rank: the compiled kernels' pool is sized to the rank's share of the cores."""
+"""Threads per rank: OMP_NUM_THREADS where set, else the rank's share of the cores; the compiled
+kernels' pool is sized to it."""
 
 import os
 import sys
@@ -12,6 +13,7 @@ pytestmark = pytest.mark.timeout(300)
 
 
 def test_default_threads_divides_the_cores_among_local_ranks(monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     for name in threads._LOCAL_SIZE_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     assert threads.local_ranks() == 1
@@ -23,7 +25,17 @@ def test_default_threads_divides_the_cores_among_local_ranks(monkeypatch):
     assert threads.local_ranks() == 1
 
 
+@pytest.mark.parametrize("value, expected", [("3", 3), ("4,2", 4), ("0", None), ("x", None),
+                                             ("", None)])
+def test_omp_num_threads_is_the_default_where_set(monkeypatch, value, expected):
+    monkeypatch.setenv("OMP_NUM_THREADS", value)
+    monkeypatch.setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "2")
+    assert threads.omp_threads() == expected
+    assert threads.default_threads() == (expected or max(1, (os.cpu_count() or 1) // 2))
+
+
 def test_size_kernel_pool_respects_an_explicit_setting(monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     # numba's configuration is not re-read here: it would outlive the test's environment
     monkeypatch.setattr(threads, "_numba_pool_started", lambda: True)
     monkeypatch.setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "2")
