@@ -84,10 +84,14 @@ def run(args) -> int:
     writer = MetricsWriter(args.metrics_out, comm,
                            start=[r.to_json() for r in trainer.history])
     saved = [resumed_from] if resumed_from else []  # epochs of the checkpoints on disk
-    def _stop(signum, frame):
-        raise KeyboardInterrupt
     # Open MPI's launcher passes Ctrl-C on to the ranks as SIGTERM: training stops as for Ctrl-C
+    on_int = signal.getsignal(signal.SIGINT)
+    if on_int is not signal.SIG_IGN:  # a job started in the background keeps ignoring it
+        signal.signal(signal.SIGINT, _stop)
     on_term = signal.signal(signal.SIGTERM, _stop) if comm.size > 1 else None
+    on_unraisable = sys.unraisablehook
+    sys.unraisablehook = _quiet_interrupt
+    _signalled.clear()
     try:
         records = _train_with_progress(trainer, args, comm, writer, metric, saved)
     except BaseException as exc:
@@ -99,8 +103,11 @@ def run(args) -> int:
         writer.close()
         raise KeyboardInterrupt from None
     finally:
+        if on_int is not signal.SIG_IGN:
+            signal.signal(signal.SIGINT, on_int)
         if on_term is not None:
             signal.signal(signal.SIGTERM, on_term)
+        sys.unraisablehook = on_unraisable
     if problem.graph.staleness is not None:
         problem.graph.staleness.close()  # complete exchanges still in flight (collective)
     if args.predictions_out:
@@ -123,6 +130,24 @@ def run(args) -> int:
         plot_records([r.to_json() for r in trainer.history] + [final], args.plot)
         say(f"plot written to {args.plot}")
     return 0
+
+
+#: the signals that asked training to stop. Python drops an exception raised inside a weakref
+#: callback or a ``__del__`` (the tensor caches forget entries in such callbacks): a Ctrl-C that
+#: lands there would be lost, so it is remembered too, and training stops after the epoch
+_signalled: list[int] = []
+
+
+def _stop(signum, frame):
+    _signalled.append(signum)
+    raise KeyboardInterrupt
+
+
+def _quiet_interrupt(unraisable) -> None:
+    """``sys.unraisablehook`` while training: a KeyboardInterrupt dropped in a callback is not
+    reported (the epoch's end stops training for it); anything else as Python reports it."""
+    if not isinstance(unraisable.exc_value, KeyboardInterrupt):
+        sys.__unraisablehook__(unraisable)
 
 
 def tell_user(line: str, launched: bool) -> None:
@@ -257,6 +282,8 @@ def _train_with_progress(trainer, args, comm, writer, metric: str, saved: list):
                                     or record.epoch == args.epochs):
             save_checkpoint(trainer, args.checkpoint_dir, settings=run_settings(args))
             saved.append(record.epoch)
+        if _signalled:  # its KeyboardInterrupt was dropped in a callback: stop here instead
+            raise KeyboardInterrupt
 
     try:
         return trainer.fit(args.epochs, on_epoch, patience=args.early_stop,

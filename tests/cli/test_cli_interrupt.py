@@ -179,3 +179,38 @@ def test_ctrl_c_at_the_terminal_under_mpirun_says_where_it_stopped(tmp_path):
     assert f"last checkpoint ck/latest.pt after epoch {saved};" in lines[0], lines[0]
     command = shlex.join([*mpirun_words(2), "gnnscale", *args, "--resume"])  # runs here
     assert lines[0].endswith(f"; continue with: {command}"), lines[0]
+
+
+def test_ctrl_c_dropped_in_a_callback_still_stops_after_the_epoch(tmp_path, monkeypatch, capsys):
+    """Python drops an exception raised in a weakref callback (the tensor caches forget entries
+    in them): a Ctrl-C landing there stops training at the end of its epoch, quietly."""
+    import weakref
+
+    from gnnscale.cli import train_cmd
+    from gnnscale.cli.main import main
+    from gnnscale.engine import Trainer
+
+    run_epoch = Trainer.run_epoch
+
+    class Dies:
+        pass
+
+    def epoch_with_a_dropped_ctrl_c(self, *args, **kwargs):
+        record = run_epoch(self, *args, **kwargs)
+        if self.epoch == 3:  # as if Ctrl-C came while a callback ran
+            doomed = Dies()
+            ref = weakref.ref(doomed, lambda _: train_cmd._stop(signal.SIGINT, None))
+            del doomed
+            assert ref() is None
+        return record
+
+    monkeypatch.setattr(Trainer, "run_epoch", epoch_with_a_dropped_ctrl_c)
+    metrics = tmp_path / "m.jsonl"
+    before = signal.getsignal(signal.SIGINT)
+    code = main([*TRAIN, "--metrics-out", str(metrics)])
+    err = capsys.readouterr().err
+    assert code == 130, err
+    assert [line for line in err.splitlines() if line.strip()] == [
+        line for line in err.splitlines() if line.startswith("interrupted in epoch 4 of")], err
+    assert "Exception ignored" not in err and len(metrics.read_text().splitlines()) == 3
+    assert signal.getsignal(signal.SIGINT) is before  # handed back
