@@ -84,13 +84,13 @@ def run(args) -> int:
     writer = MetricsWriter(args.metrics_out, comm,
                            start=[r.to_json() for r in trainer.history])
     saved = [resumed_from] if resumed_from else []  # epochs of the checkpoints on disk
-    # Open MPI's launcher passes Ctrl-C on to the ranks as SIGTERM: training stops as for Ctrl-C
     on_int = signal.getsignal(signal.SIGINT)
     if on_int is not signal.SIG_IGN:  # a job started in the background keeps ignoring it
         signal.signal(signal.SIGINT, _stop)
+    # Open MPI's launcher passes Ctrl-C on to the ranks as SIGTERM: training stops as for Ctrl-C
     on_term = signal.signal(signal.SIGTERM, _stop) if comm.size > 1 else None
     on_unraisable = sys.unraisablehook
-    sys.unraisablehook = _quiet_interrupt
+    sys.unraisablehook = _quiet_interrupt(on_unraisable)
     _signalled.clear()
     try:
         records = _train_with_progress(trainer, args, comm, writer, metric, saved)
@@ -143,11 +143,14 @@ def _stop(signum, frame):
     raise KeyboardInterrupt
 
 
-def _quiet_interrupt(unraisable) -> None:
+def _quiet_interrupt(report):
     """``sys.unraisablehook`` while training: a KeyboardInterrupt dropped in a callback is not
-    reported (the epoch's end stops training for it); anything else as Python reports it."""
-    if not isinstance(unraisable.exc_value, KeyboardInterrupt):
-        sys.__unraisablehook__(unraisable)
+    reported (the epoch's end stops training for it); anything else goes to ``report``, the
+    hook that was in place."""
+    def hook(unraisable) -> None:
+        if not isinstance(unraisable.exc_value, KeyboardInterrupt):
+            report(unraisable)
+    return hook
 
 
 def tell_user(line: str, launched: bool) -> None:
