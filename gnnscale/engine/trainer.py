@@ -24,6 +24,7 @@ from ..nn import dropout as dropout_rng
 from ..nn.gemm import uses_onednn
 from ..parallel import DataParallel
 from ..parallel.bucket_size import overlap_bucket_bytes
+from .adam import Adam
 from .evaluation import evaluate_global
 from .local_problem import LocalProblem
 from .memory import retain_freed_memory
@@ -77,7 +78,7 @@ class Trainer:
         self.problem = problem
         self.comm = comm
         self.metrics = tuple(dict.fromkeys(("acc", *metrics)))
-        self.optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
+        self.optimizer = Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
         # Weight gradients are summed across ranks by the collective layer's bucketed async
         # allreduce, each bucket posted as backward produces it (overlapping the remaining
         # layers' backward). Summed, not averaged: the loss is already the global mean.

@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from ..engine import Trainer
+from ..engine.adam import Adam
 from ..nn import GCNLayer
 from ..nn.dropout import relu_dropout
 from .common import evaluate_with_loss
@@ -54,7 +55,7 @@ def train_run(problem, comm, seed: int, max_epochs: int = EPOCHS) -> dict:
     model = KipfGCN(problem.num_features, HIDDEN, problem.num_classes, DROPOUT)
     trainer = Trainer(model, problem, comm, lr=LR, weight_decay=0.0, seed=seed)
     first = model.layers[0].lin.weight
-    trainer.optimizer = torch.optim.Adam(
+    trainer.optimizer = Adam(
         [{"params": [first], "weight_decay": WEIGHT_DECAY},
          {"params": list(model.layers[1].parameters()), "weight_decay": 0.0}], lr=LR)
     val_losses, metrics = [], {}

@@ -20,6 +20,7 @@ from __future__ import annotations
 import torch
 
 from ..engine import Trainer
+from ..engine.adam import AdamW
 from ..nn import ResidualGNN
 
 HIDDEN, LAYERS, HEADS, DROPOUT, LR, WEIGHT_DECAY, STEPS = 512, 5, 8, 0.2, 3e-5, 0.0, 1000
@@ -49,8 +50,8 @@ def train_run(block: str, problem, comm, seed: int, max_epochs: int = STEPS,
     metric = "auc" if problem.num_classes == 2 else "acc"
     trainer = Trainer(model, problem, comm, lr=LR, weight_decay=WEIGHT_DECAY, seed=seed,
                       metrics=(metric,))
-    trainer.optimizer = torch.optim.AdamW(parameter_groups(model), lr=LR,
-                                          weight_decay=WEIGHT_DECAY)
+    trainer.optimizer = AdamW(parameter_groups(model), lr=LR,
+                                weight_decay=WEIGHT_DECAY)
     best_val, kept = -1.0, None
     for _ in range(max_epochs):
         trainer.train_step()
