@@ -84,11 +84,11 @@ def test_every_readme_command_block_runs_as_written(tmp_path, datasets_root):
 
     for output in ("runs/metrics.jsonl", "runs/cora-ckpt/latest.pt", "runs/cora.jsonl",
                    "runs/cora.png", "runs/cora-predictions.npz", "plots/cora.png",
-                   "parts/cora-8/manifest.json", "tune-cora.json", "tune-cora.png"):
+                   "parts/cora-4/manifest.json", "tune-cora.json", "tune-cora.png"):
         assert (repo / output).is_file(), output
     log = (repo / "train.log").read_text()
     assert "\r" not in log and re.findall(r"^epoch", log, flags=re.M), log
-    mode = (repo / "parts" / "cora-8").stat().st_mode & 0o777
+    mode = (repo / "parts" / "cora-4").stat().st_mode & 0o777
     assert mode == 0o777 & ~_umask(), oct(mode)
 
 

@@ -1,11 +1,12 @@
-"""Quality bars on 4 ranks (mean of 3 seeds, GCN CiteSeer 5; the test metric at the epoch with
-the best validation metric, the model selection of the GCN and GAT papers): GCN CiteSeer test
-accuracy >= 0.67, GAT Cora >= 0.80, GraphSAGE Tolokers ROC AUC >= 0.70.
+"""Quality bars on 4 ranks, in one launch (mean of 3 seeds, GCN CiteSeer 5; the test metric at
+the epoch with the best validation metric, the model selection of the GCN and GAT papers): GCN
+CiteSeer test accuracy >= 0.67, GAT Cora >= 0.80, GraphSAGE Tolokers ROC AUC >= 0.70; and GCN
+Cora >= 0.79 at the *final* epoch (Kipf & Welling's setting, published 0.815).
 
 One process is not trained to these bars as well: the exactness tests hold 1, 2, 3 and 4 ranks
 equal to PyG's layers on the whole graph (tests/engine/test_exactness.py,
-tests/nn/test_nn_exactness.py, GAT among them), and GCN Cora >= 0.79 at the *final* epoch is
-tested through the CLI in one process and on 4 ranks (test_cora_accuracy.py)."""
+tests/nn/test_nn_exactness.py, GAT among them), and GCN Cora >= 0.79 at the final epoch is
+tested through the CLI in one process (test_cora_accuracy.py)."""
 
 import json
 from pathlib import Path
@@ -15,7 +16,7 @@ import pytest
 from mpi_launch import run_python_mpi
 
 DRIVER = Path(__file__).with_name("quality_driver.py")
-BARS = {"gcn-citeseer": 0.67, "gat-cora": 0.80, "sage-tolokers": 0.70}
+BARS = {"gcn-cora-final": 0.79, "gcn-citeseer": 0.67, "gat-cora": 0.80, "sage-tolokers": 0.70}
 
 
 @pytest.mark.timeout(1500)
