@@ -47,6 +47,14 @@ latency link_probe measures across the bridge and the rate's bandwidth (the prob
         --vcluster none 10gbit 1gbit 100mbit --datasets SNAP-ca-astroph rmat-18 \
         --models gcn sage --methods metis kaminpar libra random --epochs 6 --runs 0 1 2
 
+``--halo-dtypes float32 int8 int4`` measures each rate with each halo dtype in turn (the
+rows on the wire quantized as ``train --halo-dtype`` sends them), predicted with
+``predict(halo=HaloOptions(dtype))``; the quantized halos' check::
+
+    flock /tmp/gnnscale-bench.lock python benchmarks/tune_validation.py \
+        --vcluster 1gbit 100mbit --halo-dtypes float32 int8 int4 --datasets rmat-18 \
+        --methods metis random --epochs 6 --runs 0 1 --out benchmarks/results/quantized_links.json
+
 A cell also records the host's load average when its job started and ended (the host may be
 shared). ``--report`` on such a file prints its own table (step, evaluation, hidden fraction,
 bytes, runs and load per cell; order agreement per dataset, model and rate; the median errors
@@ -127,11 +135,15 @@ def rank_main(args) -> None:
                                                comm)
     from gnnscale.cli.calibrate import calibrate_in_job
 
+    from gnnscale.graph.quantize import WIRE_FORMATS
+
     in_job = calibrate_in_job(comm, threads).to_dict()
     plan = problem.graph.halo_plan
     real = plan.comm
     rows = []
-    for index, net in enumerate(args.networks):
+    for index, (net, dtype) in enumerate(phases_of(args)):
+        plan.configure(message_dtype=WIRE_FORMATS.get(dtype) or getattr(torch, dtype),
+                       quantize_seed=0)
         if vcluster:
             _ask_driver(args.vcluster_dir, index, net, comm)
             simulated = None
@@ -147,7 +159,8 @@ def rank_main(args) -> None:
         steps = [r.time["forward_s"] + r.time["backward_s"] + r.time["optimizer_s"]
                  for r in records[1:]]
         evals = [r.time["eval_s"] for r in records[1:]]
-        rows.append({"network": net, "measured_step_s": float(np.median(steps)),
+        rows.append({"network": net, "halo_dtype": dtype,
+                     "measured_step_s": float(np.median(steps)),
                      "measured_eval_s": float(np.median(evals)), "steps_s": steps,
                      "evals_s": evals,
                      "measured_parts_s": {k: float(np.median([r.time[k] for r in records[1:]]))
@@ -159,7 +172,7 @@ def rank_main(args) -> None:
                                                        for r in records[1:]])),
                      "epochs": len(records)})
     if vcluster:
-        _ask_driver(args.vcluster_dir, len(args.networks), "end", comm)
+        _ask_driver(args.vcluster_dir, len(phases_of(args)), "end", comm)
     plan.comm = real
     if comm.rank == 0:
         result_shape = {"num_features": data.num_features, "num_classes": data.num_classes}
@@ -168,6 +181,11 @@ def rank_main(args) -> None:
         print("RESULT " + json.dumps({"rows": rows, "in_job_cost_model": in_job,
                                       "workload": workload,
                                       "shape": result_shape}), flush=True)
+
+
+def phases_of(args) -> list[tuple[str, str]]:
+    """The job's phases, in order: every ``--networks`` value with every ``--halo-dtypes``."""
+    return [(net, dtype) for net in args.networks for dtype in args.halo_dtypes]
 
 
 def _ask_driver(folder: str, index: int, net: str, comm) -> None:
@@ -197,8 +215,9 @@ def predict_cells(data, workload: dict, ranks: int, networks, args,
     """Predictions with the constants measured in the job (``predicted_*``) and with
     ``--cost-model``'s (``file_predicted_*``), both with the ranks sharing ``--host-cores``;
     a ``vc:RATE`` network is two hosts of one rank and one core each, on ``links[network]``
-    (``latency_s``, ``bandwidth_Bps``)."""
+    (``latency_s``, ``bandwidth_Bps``). ``networks``: names, or (name, halo dtype) phases."""
     from planning.cost_model import Cluster, CostModel, ModelSpec, Network, predict
+    from planning.halo_wire import HaloOptions
 
     costs = CostModel.load(args.cost_model) if args.cost_model else CostModel()
     measured_here = CostModel.from_dict(in_job)
@@ -206,7 +225,7 @@ def predict_cells(data, workload: dict, ranks: int, networks, args,
     work = {k: np.asarray(v) if isinstance(v, list) else v for k, v in workload.items()}
     threads = max(1, args.host_cores // ranks)
     out = []
-    for net in networks:
+    for net, dtype in [(n, "float32") if isinstance(n, str) else n for n in networks]:
         if net.startswith("vc:"):
             link = links[net]
             crowded = Cluster(ranks_per_host=1, cores_per_rank=1, host_cores=1,
@@ -217,9 +236,10 @@ def predict_cells(data, workload: dict, ranks: int, networks, args,
             crowded = Cluster(ranks_per_host=ranks, cores_per_rank=threads,
                               host_cores=args.host_cores, simulated=simulated is not None,
                               network=network)
-        pred = predict(work, spec, crowded, measured_here)
-        from_file = predict(work, spec, crowded, costs)
-        out.append({"network": net, "predicted_step_s": pred["step_s"],
+        halo = HaloOptions(dtype=dtype)
+        pred = predict(work, spec, crowded, measured_here, halo)
+        from_file = predict(work, spec, crowded, costs, halo)
+        out.append({"network": net, "halo_dtype": dtype, "predicted_step_s": pred["step_s"],
                     "predicted_eval_s": pred["eval_s"], "bound": pred["bound"],
                     "predicted_exchange_s": pred["exchange_s"],
                     "predicted_exchange_exposed_s": pred["exchange_exposed_s"],
@@ -234,9 +254,11 @@ def run_cell(dataset: str, method: str, ranks: int, args, run: int = 0) -> list[
     env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
            "OMP_NUM_THREADS": "1", "PATH": f"{Path(sys.prefix) / 'bin'}:{os.environ['PATH']}"}
     networks = args.networks if ranks > 1 else ["real"]
+    phases = [(net, dtype) for net in networks for dtype in args.halo_dtypes]
     cmd = [str(Path(sys.prefix) / "bin" / "mpirun"), "-n", str(ranks), "--oversubscribe",
            sys.executable, __file__, "--rank-main", "--datasets", dataset, "--methods", method,
-           "--epochs", str(args.epochs), "--hidden", str(args.hidden), "--networks", *networks]
+           "--epochs", str(args.epochs), "--hidden", str(args.hidden), "--networks", *networks,
+           "--halo-dtypes", *args.halo_dtypes]
     t0 = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO)
     if done.returncode != 0:
@@ -244,7 +266,7 @@ def run_cell(dataset: str, method: str, ranks: int, args, run: int = 0) -> list[
     line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
     result = json.loads(line[len("RESULT "):])
     measured = result["rows"]
-    predicted = predict_cells(Shape(result["shape"]), result["workload"], ranks, networks,
+    predicted = predict_cells(Shape(result["shape"]), result["workload"], ranks, phases,
                               args, result["in_job_cost_model"])
     wall = time.perf_counter() - t0
     return [{"dataset": dataset, "method": method, "ranks": ranks, "hidden": args.hidden,
@@ -294,6 +316,7 @@ def run_vcluster_cell(cluster, links: dict, dataset: str, model: str, method: st
     from gnnscale.testing.cluster import parse_rate
 
     nets = list(links)
+    phases = [(net, dtype) for net in nets for dtype in args.halo_dtypes]
     folder = Path(tempfile.mkdtemp(prefix="gnnscale-vc-bench-"))
     env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
            "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1",
@@ -301,7 +324,7 @@ def run_vcluster_cell(cluster, links: dict, dataset: str, model: str, method: st
     argv = cluster.mpirun_argv(1, env=env) + [
         sys.executable, __file__, "--rank-main", "--datasets", dataset, "--methods", method,
         "--models", model, "--epochs", str(args.epochs), "--hidden", str(args.hidden),
-        "--vcluster-dir", str(folder), "--networks", *nets]
+        "--vcluster-dir", str(folder), "--networks", *nets, "--halo-dtypes", *args.halo_dtypes]
     t0 = time.perf_counter()
     load_before = os.getloadavg()
     wire = []
@@ -320,8 +343,8 @@ def run_vcluster_cell(cluster, links: dict, dataset: str, model: str, method: st
                 now = cluster.link_bytes("node0")
                 if start is not None:
                     wire.append((now[0] - start[0], now[1] - start[1]))
-                if index < len(nets):
-                    rate = links[nets[index]]["rate"]
+                if index < len(phases):
+                    rate = links[phases[index][0]]["rate"]
                     for host in cluster.hosts:
                         cluster.set_rate(host.name, None if rate == "none" else parse_rate(rate))
                 start = cluster.link_bytes("node0")
@@ -338,7 +361,7 @@ def run_vcluster_cell(cluster, links: dict, dataset: str, model: str, method: st
         raise RuntimeError(f"{dataset} {model} {method} failed ({job.returncode}):\n{detail}")
     shutil.rmtree(folder, ignore_errors=True)
     result = json.loads(next(x for x in text.splitlines() if x.startswith("RESULT "))[7:])
-    predicted = predict_cells(Shape(result["shape"]), result["workload"], 2, nets, args,
+    predicted = predict_cells(Shape(result["shape"]), result["workload"], 2, phases, args,
                               result["in_job_cost_model"], model, links)
     wall = time.perf_counter() - t0
     load_after = os.getloadavg()
@@ -385,7 +408,8 @@ def run_vcluster(args) -> None:
                                   f"{error}", flush=True)
                             continue
                         for row in rows:
-                            print(f"{dataset} {model} {method} {row['network']} run {run}: "
+                            print(f"{dataset} {model} {method} {row['network']} "
+                                  f"{row['halo_dtype']} run {run}: "
                                   f"step {row['predicted_step_s'] * 1e3:.2f} / "
                                   f"{row['measured_step_s'] * 1e3:.2f} ms, eval "
                                   f"{row['predicted_eval_s'] * 1e3:.2f} / "
@@ -483,25 +507,29 @@ def _quiet(cell: dict) -> bool:
     return cell.get("load_1min") is not None and cell["load_1min"] <= QUIET_LOAD
 
 
+HALO_ORDER = ("float32", "bfloat16", "int8", "int4", "int2")
+
+
 def report_vcluster(cells: list) -> dict:
     """``--vcluster`` cells: the table, the median errors (step, evaluation; per dataset) and
     whether the predicted order of the partitioners equals the measured one per (dataset,
     model, rate)."""
     rates = list(dict.fromkeys(c["network"] for c in sorted(
         cells, key=lambda c: -c["link"]["bandwidth_Bps"])))
-    lines = ["| graph | model | partitioner | link | step pred / meas (ms) | error | "
+    lines = ["| graph | model | partitioner | link | halo | step pred / meas (ms) | error | "
              "eval pred / meas (ms) | error | hidden pred / meas | halo MB/step pred / meas | "
              "link MB/epoch | runs | load |", "|---|---|---|---|---|---|---|---|---|---|---|---|"
-             "---|"]
+             "---|---|"]
     order = {n: i for i, n in enumerate(rates)}
-    cells = sorted(cells, key=lambda c: (c["dataset"], c.get("model", "gcn"),
-                                         order[c["network"]], c["method"]))
+    cells = sorted([{"model": "gcn", "halo_dtype": "float32", **c} for c in cells],
+                   key=lambda c: (c["dataset"], c["model"], order[c["network"]],
+                                  HALO_ORDER.index(c["halo_dtype"]), c["method"]))
     for c in cells:
         hidden = [f"{v:.2f}" if v is not None else "-" for v in
                   (c.get("predicted_hidden"), c.get("measured_hidden"))]
         lines.append(
             f"| {c['dataset']} | {c.get('model', 'gcn')} | {c['method']} | "
-            f"{c['network'][3:]} | {c['predicted_step_s'] * 1e3:.1f} / "
+            f"{c['network'][3:]} | {c['halo_dtype']} | {c['predicted_step_s'] * 1e3:.1f} / "
             f"{c['measured_step_s'] * 1e3:.1f} | "
             f"{100 * _rel(c['predicted_step_s'], c['measured_step_s']):+.0f}% | "
             f"{c['predicted_eval_s'] * 1e3:.1f} / {c['measured_eval_s'] * 1e3:.1f} | "
@@ -513,8 +541,7 @@ def report_vcluster(cells: list) -> dict:
             f"{'-' if c.get('load_1min') is None else format(c['load_1min'], '.1f')} |")
     table = "\n".join(lines)
     print(table)
-    orders = partitioner_orders([{"model": "gcn", **c} for c in cells],
-                                ("dataset", "model", "network"))
+    orders = partitioner_orders(cells, ("dataset", "model", "network", "halo_dtype"))
 
     def median_error(subset, kind="step"):
         values = [abs(_rel(c[f"predicted_{kind}_s"], c[f"measured_{kind}_s"])) for c in subset]
@@ -529,6 +556,9 @@ def report_vcluster(cells: list) -> dict:
                                for d in sorted({c["dataset"] for c in cells})},
                "per_rate": {n[3:]: median_error([c for c in cells if c["network"] == n])
                             for n in rates},
+               "per_halo_dtype": {d: median_error([c for c in cells if c["halo_dtype"] == d])
+                                  for d in HALO_ORDER if any(c["halo_dtype"] == d
+                                                             for c in cells)},
                # the host's 2 cores run the job's 2 ranks: a 1-minute load above cores + 1
                # means other work competed for them
                "quiet_host": {"load_at_most": QUIET_LOAD,
@@ -581,6 +611,9 @@ def main() -> None:
     parser.add_argument("--vcluster", nargs="+", default=None, metavar="RATE",
                         help="run on a 2-host virtual cluster at these link rates (none, "
                              "10gbit, 1gbit, 100mbit, ...); results in " + VCLUSTER_OUT)
+    parser.add_argument("--halo-dtypes", nargs="+", default=["float32"],
+                        help="halo dtypes each network is measured with, in turn (float32, "
+                             "bfloat16, int8, int4, int2)")
     parser.add_argument("--cell-timeout", type=float, default=600,
                         help="seconds a --vcluster job may take (default 600)")
     parser.add_argument("--vcluster-dir", default=None, help=argparse.SUPPRESS)
@@ -623,9 +656,9 @@ def main() -> None:
 
 
 def cell_key(cell: dict) -> tuple:
-    """One measurement: (dataset, method, ranks, network, run, model)."""
+    """One measurement: (dataset, method, ranks, network, run, model, halo dtype)."""
     return (cell["dataset"], cell["method"], cell["ranks"], cell["network"],
-            cell.get("run", 0), cell.get("model", "gcn"))
+            cell.get("run", 0), cell.get("model", "gcn"), cell.get("halo_dtype", "float32"))
 
 
 def merged_cells(cells: list) -> list:
