@@ -9,7 +9,10 @@ and the medians over the runs of each run's median step (epochs 2..) and evaluat
 beside the predictions. The choice agrees when the placement predicted faster per epoch is the
 one measured faster (or both are within ``--tie`` of each other, measured).
 
-    flock /tmp/gnnscale-bench.lock .venv/bin/python benchmarks/placement_check.py --reps 5
+    flock /tmp/gnnscale-bench.lock .venv/bin/python benchmarks/placement_check.py --reps 5 \
+        --cost-model benchmarks/results/placement-cost-model.json
+
+(the constants from ``gnnscale tune --calibrate``; docs/planning.md gives the command).
 
 Writes benchmarks/results/placement_check.json and prints the table of docs/planning.md.
 """

@@ -11,7 +11,9 @@ Each is the median of several runs of several sizes,
 fitted through the origin. ``layer_overhead_s``: a 2-layer GCN training step on a 64-node graph,
 per layer and pass. Shared-memory ``alltoallv`` latency and bandwidth: a 2-rank ``mpirun`` of
 this module (``python -m gnnscale.cli.calibrate --alltoallv``), alpha from the smallest message
-(8 B), beta from the slope to the largest (4 MiB per peer).
+(8 B), beta from the slope to the largest (4 MiB per peer); the same job then trains tiny steps
+on its 2 ranks for ``exchange_overhead_s``, the fixed cost of each exchange beyond the model's
+other terms (:func:`job_fixed_costs`, as :func:`calibrate_in_job` fits it in a running job).
 """
 
 from __future__ import annotations
@@ -227,14 +229,25 @@ def layer_overhead(threads: int = 1) -> float:
     return _median_time(trainer.train_step, repeats=20, what="training step") / 4
 
 
-def _alltoallv_rank_main() -> None:
-    """Run under 2-rank mpirun: time alltoallv of growing sizes, print JSON rows on rank 0."""
+def _alltoallv_rank_main(constants: str | None = None) -> None:
+    """Run under 2-rank mpirun: time alltoallv of growing sizes; with ``constants`` (a cost
+    model file), the job's fixed cost per exchange too (:func:`job_fixed_costs`, one thread
+    per rank). Rank 0 prints ``{"rows": ..., "exchange_overhead_s": ...}`` as JSON."""
+    from planning.cost_model import CostModel
+
     from .. import comm as comm_module
 
     comm = comm_module.init("mpi")
     rows = alltoallv_timings(comm)
+    result = {"rows": rows}
+    if constants is not None:
+        costs = CostModel.from_dict({**CostModel.load(constants).to_dict(),
+                                     **fit_alltoallv(rows)})
+        torch.set_num_threads(1)
+        result["exchange_overhead_s"] = job_fixed_costs(comm, costs, 1,
+                                                        os.cpu_count() or 1)[1]
     if comm.rank == 0:
-        print(json.dumps(rows))
+        print(json.dumps(result))
 
 
 def alltoallv_timings(comm) -> list[dict]:
@@ -259,21 +272,32 @@ def alltoallv_timings(comm) -> list[dict]:
     return rows
 
 
-def shared_memory_constants(timeout: float = 300) -> dict:
-    """``shm_alpha``, ``shm_beta`` from a 2-rank mpirun on this host (non-negative LSQ)."""
+def shared_memory_constants(timeout: float = 300, costs=None) -> dict:
+    """``shm_alpha``, ``shm_beta`` from a 2-rank mpirun on this host; with ``costs`` (a
+    :class:`~planning.cost_model.CostModel` holding the 1-thread compute constants) also
+    ``exchange_overhead_s``, the fixed cost per exchange of that job's tiny training steps."""
+    import tempfile
+
     mpirun = Path(sys.prefix) / "bin" / "mpirun"
     env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
            "OMP_NUM_THREADS": "1"}
     cmd = [str(mpirun) if mpirun.exists() else "mpirun", "-n", "2", "--oversubscribe",
            sys.executable, "-m", "gnnscale.cli.calibrate", "--alltoallv"]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    with tempfile.TemporaryDirectory() as folder:
+        if costs is not None:
+            costs.save(Path(folder) / "constants.json")
+            cmd.append(str(Path(folder) / "constants.json"))
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     if done.returncode != 0:
         raise RuntimeError(f"alltoallv calibration failed: {done.stderr.strip()[-500:]}")
-    rows = json.loads(done.stdout.strip().splitlines()[-1])
+    result = json.loads(done.stdout.strip().splitlines()[-1])
     if _steadiness is not None:
-        for row in rows:
+        for row in result["rows"]:
             _steadiness.add(f"shared-memory alltoallv of {row['bytes']} B", row["times"])
-    return fit_alltoallv(rows)
+    fitted = fit_alltoallv(result["rows"])
+    if "exchange_overhead_s" in result:
+        fitted["exchange_overhead_s"] = float(result["exchange_overhead_s"])
+    return fitted
 
 
 def fit_alltoallv(rows: list[dict]) -> dict:
@@ -310,10 +334,13 @@ def calibrate(max_threads: int | None = None, scale: float = 1.0, shared_memory:
         overhead = layer_overhead()
         defaults = CostModel()
         shm = {"shm_alpha": defaults.shm_alpha, "shm_beta": defaults.shm_beta}
-        if shared_memory:
-            shm = shared_memory_constants()
+        if shared_memory and 1 in compute:
+            shm = shared_memory_constants(costs=CostModel(
+                compute={1: compute[1]}, layer_overhead_s=overhead,
+                cache_bytes=float(last_level_cache_bytes())))
             say(f"calibrated shared-memory alltoallv: alpha {shm['shm_alpha']:.3g} s, "
-                f"beta {shm['shm_beta']:.3g} s/B")
+                f"beta {shm['shm_beta']:.3g} s/B; fixed cost per exchange on 2 ranks "
+                f"{shm['exchange_overhead_s']:.3g} s")
     finally:
         torch.set_num_threads(saved)
         _steadiness = None
@@ -345,9 +372,7 @@ def calibrate_in_job(comm, threads: int, scale: float = 1.0, host_cores: int | N
     layer and pass and per exchange (the vertex cut exchanges twice as often), where waking
     up after each wait on a loaded host is part of it.
     """
-    from planning.cost_model import Cluster, CostModel, ModelSpec
-
-    from ..data import load_dataset
+    from planning.cost_model import CostModel
 
     host_cores = host_cores or os.cpu_count() or 1
     turns = measuring_turns(comm.size, threads, host_cores)
@@ -368,18 +393,28 @@ def calibrate_in_job(comm, threads: int, scale: float = 1.0, host_cores: int | N
     median = {k: float(np.median([c[k] for c in everyone])) for k in compute}
     costs = CostModel(compute={threads: median}, layer_overhead_s=0.0,
                       cache_bytes=float(last_level_cache_bytes()), **shm)
+    costs.layer_overhead_s, costs.exchange_overhead_s = job_fixed_costs(comm, costs, threads,
+                                                                        host_cores)
+    return costs
+
+
+def job_fixed_costs(comm, costs, threads: int, host_cores: int) -> tuple[float, float]:
+    """Collective: ``(layer_overhead_s, exchange_overhead_s)`` of this job, from training steps
+    of all its ranks on a graph too small to compute (2,000 nodes): what a step takes beyond
+    ``costs``' other terms, per layer and pass and per exchange (:func:`fit_fixed_costs`; an
+    edge cut exchanges once per aggregation, a vertex cut twice, so the two steps tell the
+    fixed costs apart). Every rank of the job is on this host."""
+    from planning.cost_model import Cluster, ModelSpec
+
+    from ..data import load_dataset
+
     data = load_dataset("sbm", num_nodes=2000)
     spec = ModelSpec.build("gcn", data.num_features, 16, data.num_classes)
-    host = Cluster(ranks_per_host=comm.size, cores_per_rank=threads,
-                   host_cores=host_cores)  # every rank of the job on this host
-    # what a tiny step takes beyond the model's other terms: per layer and pass, and per
-    # exchange; an edge cut exchanges once per aggregation, a vertex cut twice, so the two
-    # steps tell the fixed costs apart
+    host = Cluster(ranks_per_host=comm.size, cores_per_rank=threads, host_cores=host_cores)
     residuals = [_tiny_step_residual(comm, data, kind, spec, host, costs)
                  for kind in (("edge_cut", "vertex_cut") if comm.size > 1 else ("edge_cut",))]
     layers = 2 * spec.layers * host.oversubscription(comm.size)
-    costs.layer_overhead_s, costs.exchange_overhead_s = fit_fixed_costs(residuals, layers)
-    return costs
+    return fit_fixed_costs(residuals, layers)
 
 
 def fit_fixed_costs(residuals: list, layer_passes: float) -> tuple[float, float]:
@@ -435,7 +470,8 @@ def _tiny_step_residual(comm, data, kind: str, spec, host, costs) -> tuple[float
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--alltoallv"]:
-        _alltoallv_rank_main()
+    if sys.argv[1:2] == ["--alltoallv"] and len(sys.argv) <= 3:
+        _alltoallv_rank_main(sys.argv[2] if len(sys.argv) == 3 else None)
     else:
-        sys.exit("usage: python -m gnnscale.cli.calibrate --alltoallv (under a 2-rank mpirun)")
+        sys.exit("usage: python -m gnnscale.cli.calibrate --alltoallv [CONSTANTS.json] "
+                 "(under a 2-rank mpirun)")

@@ -103,6 +103,8 @@ def test_tune_calibrate_then_reuse(tmp_path):
     for values in constants["compute"].values():
         assert all(0 < values[k] < 1e-6 for k in values)
     assert 0 < constants["shm_alpha"] < 1e-2 and constants["shm_beta"] < 1e-7
+    assert 0 <= constants["exchange_overhead_s"] < 0.1  # the 2-rank job's fixed cost
+    assert "fixed cost per exchange on 2 ranks" in proc.stdout
     assert main(["tune", *SBM, "--methods", "random", "--parts", "2", "--cost-model",
                  str(saved), "--no-plot", "--no-progress", "--out", str(tmp_path / "u")]) == 0
     assert os.path.exists(tmp_path / "u.json")
