@@ -136,11 +136,16 @@ def run(args) -> int:
 #: callback or a ``__del__`` (the tensor caches forget entries in such callbacks): a Ctrl-C that
 #: lands there would be lost, so it is remembered too, and training stops after the epoch
 _signalled: list[int] = []
+_saving: list[bool] = []  # non-empty while a checkpoint is written
 
 
 def _stop(signum, frame):
+    """Ctrl-C (or mpirun's SIGTERM): stop training. While a checkpoint is being written the
+    first signal waits for the write to end, so the line that names the last checkpoint is
+    true; a second one stops at once."""
     _signalled.append(signum)
-    raise KeyboardInterrupt
+    if not _saving or len(_signalled) > 1:
+        raise KeyboardInterrupt
 
 
 def _quiet_interrupt(report):
@@ -283,8 +288,12 @@ def _train_with_progress(trainer, args, comm, writer, metric: str, saved: list):
             print_line(bar, _epoch_line(record, metric))
         if args.checkpoint_dir and (record.epoch % checkpoint_every == 0
                                     or record.epoch == args.epochs):
-            save_checkpoint(trainer, args.checkpoint_dir, settings=run_settings(args))
-            saved.append(record.epoch)
+            _saving.append(True)
+            try:
+                save_checkpoint(trainer, args.checkpoint_dir, settings=run_settings(args))
+                saved.append(record.epoch)
+            finally:
+                _saving.clear()
         if _signalled:  # its KeyboardInterrupt was dropped in a callback: stop here instead
             raise KeyboardInterrupt
 

@@ -214,3 +214,28 @@ def test_ctrl_c_dropped_in_a_callback_still_stops_after_the_epoch(tmp_path, monk
         line for line in err.splitlines() if line.startswith("interrupted in epoch 4 of")], err
     assert "Exception ignored" not in err and len(metrics.read_text().splitlines()) == 3
     assert signal.getsignal(signal.SIGINT) is before  # handed back
+
+
+def test_ctrl_c_while_a_checkpoint_is_written_names_that_checkpoint(tmp_path, monkeypatch,
+                                                                     capsys):
+    """A Ctrl-C that lands while rank 0 writes a checkpoint waits for the write: the line names
+    the checkpoint on disk, not the one before it."""
+    import gnnscale.engine as engine
+    from gnnscale.cli import train_cmd
+    from gnnscale.cli.main import main
+
+    write = engine.save_checkpoint
+
+    def interrupted_write(trainer, *args, **kwargs):
+        if trainer.epoch == 6:
+            train_cmd._stop(signal.SIGINT, None)  # as if Ctrl-C came just before the rename
+        return write(trainer, *args, **kwargs)
+
+    monkeypatch.setattr(engine, "save_checkpoint", interrupted_write)
+    ck = tmp_path / "ck"
+    code = main([*TRAIN, "--checkpoint-dir", str(ck), "--checkpoint-every", "3"])
+    err = capsys.readouterr().err
+    assert code == 130, err
+    assert read_checkpoint(ck)["epoch"] == 6
+    assert f"interrupted in epoch 7 of 100000; last checkpoint {ck}/latest.pt after epoch 6;" \
+        in err, err

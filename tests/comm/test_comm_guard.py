@@ -1,12 +1,14 @@
 """Checked-mode signatures, timeouts and launcher helpers, in one process (no MPI job)."""
 
+import time
+
 import numpy as np
 import pytest
 import torch
 
 from gnnscale.comm import CollectiveMismatchError, CommTimeoutError, PeerFailedError
-from gnnscale.comm.guard import (CallSignature, FailureBoard, Guard, exchange_length,
-                                 find_mismatch, fused_payload_bytes, resolve_check,
+from gnnscale.comm.guard import (CallSignature, FailureBoard, Guard, StoreFailureBoard,
+                                 exchange_length, find_mismatch, fused_payload_bytes, resolve_check,
                                  resolve_timeout, signature_length)
 from gnnscale.comm.launch import detect_launch, first_host, slurm_rendezvous
 from gnnscale.errors import CommError
@@ -103,6 +105,52 @@ def test_wait_times_out_and_reads_failure_notices():
     with pytest.raises(PeerFailedError, match=r"rank 1 failed \(ValueError: boom\)") as info:
         guard.wait(lambda: False, "barrier()")
     assert info.value.failed_rank == 1 and isinstance(info.value, CommError)
+
+
+class FlakyStore:
+    """A key-value store that can be switched off, as when rank 0 (its host) exits."""
+
+    def __init__(self):
+        self.up, self.keys = True, {}
+
+    def _reach(self):
+        if not self.up:
+            raise RuntimeError("Connection reset by peer")
+
+    def add(self, key, amount):
+        self._reach()
+        self.keys[key] = self.keys.get(key, 0) + amount
+        return self.keys[key]
+
+    def set(self, key, value):
+        self._reach()
+        self.keys[key] = value.encode()
+
+    def check(self, keys):
+        self._reach()
+        return all(key in self.keys for key in keys)
+
+    def get(self, key):
+        self._reach()
+        return self.keys[key]
+
+
+def test_store_board_reads_notices_and_waits_out_a_finished_host():
+    store = FlakyStore()
+    board, peer = StoreFailureBoard(store, 1, 2, grace_s=0.2), StoreFailureBoard(store, 0, 2)
+    assert board.poll() is None
+    store.up = False  # rank 0 left its last collective and exited: not a failure yet
+    assert board.poll() is None
+    store.up = True
+    assert board.poll() is None  # reachable again: the grace period starts over
+    store.up = False
+    assert board.poll() is None
+    time.sleep(0.25)
+    assert board.poll() == (0, "the rendezvous store (hosted by rank 0) has been unreachable "
+                               "for 0.2 s")
+    store.up = True
+    peer.post("ValueError: boom")
+    assert StoreFailureBoard(store, 1, 2).poll() == (0, "ValueError: boom")
 
 
 def test_timeout_and_check_settings(monkeypatch):

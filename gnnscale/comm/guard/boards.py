@@ -3,6 +3,13 @@
 from __future__ import annotations
 
 import threading
+import time
+
+#: How long the store may stay unreachable before rank 0 counts as failed. Rank 0 hosts the
+#: store and may simply have finished: it leaves the last collective as soon as its own part is
+#: done, while another rank still waits for its result. A rank that really died also breaks the
+#: collective's own connections, which fail the wait on their own.
+STORE_GONE_GRACE_S = 10.0
 
 
 class FailureBoard:
@@ -73,10 +80,13 @@ class MPIFailureBoard(FailureBoard):
 class StoreFailureBoard(FailureBoard):
     """Notices are keys in the torch.distributed key-value store (when there is no MPI)."""
 
-    def __init__(self, store, rank: int, size: int, prefix: str = "gnnscale/failed"):
+    def __init__(self, store, rank: int, size: int, prefix: str = "gnnscale/failed",
+                 grace_s: float = STORE_GONE_GRACE_S):
         self._store, self._rank, self._size, self._prefix = store, rank, size, prefix
         self._lock = threading.Lock()
         self._notice = None
+        self._grace_s = grace_s
+        self._unreachable_since: float | None = None
 
     def post(self, message: str) -> None:
         try:
@@ -95,8 +105,14 @@ class StoreFailureBoard(FailureBoard):
                     if rank != self._rank and self._store.check([key]):
                         self._notice = (rank, self._store.get(key).decode("utf-8", "replace"))
                         break
-        except Exception:  # store unreachable: rank 0 (its host) died; say so
-            self._notice = (0, "the rendezvous store (hosted by rank 0) is unreachable")
+            self._unreachable_since = None
+        except Exception:  # store unreachable: rank 0 (its host) finished or died
+            now = time.monotonic()
+            if self._unreachable_since is None:
+                self._unreachable_since = now
+            elif now - self._unreachable_since >= self._grace_s:
+                self._notice = (0, f"the rendezvous store (hosted by rank 0) has been unreachable "
+                                   f"for {self._grace_s:g} s")
         finally:
             self._lock.release()
         return self._notice
