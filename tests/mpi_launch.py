@@ -86,6 +86,37 @@ def gnnscale_cli(nprocs: int | None, args: list[str], timeout: float = 300,
     return run_mpi(nprocs, cli, timeout=timeout, env=env)
 
 
+def gnnscale_cli_batch(nprocs: int | None, args_list: list[list[str]], timeout: float = 300,
+                       env: dict | None = None) -> list[subprocess.CompletedProcess]:
+    """The ``gnnscale`` commands of ``args_list`` one after the other in one launch (plain when
+    ``nprocs`` is None, else under mpirun), as :func:`gnnscale_cli` runs each: one result per
+    command, its stdout and stderr those of every rank in rank order, its exit code the first
+    rank's that is not 0. A launch that fails as a whole (a crash aborts the job) fails every
+    command with the launch's output. For commands expected to succeed, or to fail alike on
+    every rank: a rank that fails alone takes the job down."""
+    import json
+    import tempfile
+
+    driver = Path(__file__).with_name("cli_batch_driver.py")
+    with tempfile.TemporaryDirectory(prefix="gnnscale-batch-") as folder:
+        commands = Path(folder) / "commands.json"
+        commands.write_text(json.dumps([[str(a) for a in args] for args in args_list]))
+        argv = [sys.executable, str(driver), str(commands), folder]
+        launch = (run_command(argv, timeout, env=mpi_env(env)) if nprocs is None
+                  else run_mpi(nprocs, argv, timeout=timeout, env=env))
+        ranks = sorted(Path(folder).glob("rank-*.json"), key=lambda p: int(p.stem[5:]))
+        if launch.returncode != 0 or len(ranks) != (nprocs or 1):
+            return [launch] * len(args_list)
+        per_rank = [json.loads(path.read_text()) for path in ranks]
+    done = []
+    for number, args in enumerate(args_list):
+        runs = [results[number] for results in per_rank]
+        code = next((r["returncode"] for r in runs if r["returncode"] != 0), 0)
+        done.append(subprocess.CompletedProcess(
+            args, code, "".join(r["stdout"] for r in runs), "".join(r["stderr"] for r in runs)))
+    return done
+
+
 def concurrently(*calls):
     """Call each of ``calls`` (functions of no arguments that launch a process), as many at
     once as this machine has cores (a launch spends its first seconds importing torch on one

@@ -9,8 +9,8 @@ ranks and under the staleness policies.
 import numpy as np
 import pytest
 
-from mpi_launch import gnnscale_cli
-from test_store_training import epoch_records, partition_cora
+from mpi_launch import gnnscale_cli, gnnscale_cli_batch
+from test_store_training import epoch_records
 
 from gnnscale.engine.vertex_cut_problem import vertex_cut_store_view
 from gnnscale.errors import UsageError
@@ -20,39 +20,54 @@ pytestmark = pytest.mark.timeout(600)
 KEYS = ("epoch", "loss", "train_acc", "val_acc", "test_acc", "halo_bytes_sent", "staleness")
 
 
+CASES = [(1, "libra", "gcn", "exact"), (2, "libra", "sage", "exact"), (3, "libra", "gcn", "exact"),
+         (2, "libra", "gcn", "delayed:2"), (3, "libra", "gcn", "pipelined"),
+         (2, "hdrf", "gcn", "local")]
+
+
 @pytest.fixture(scope="module")
-def vertex_cut_stores(tmp_path_factory, datasets_root):
-    """``(method, parts) -> store`` of Cora, each written once by `gnnscale partition`."""
-    stores = {}
+def runs(tmp_path_factory, datasets_root):
+    """Every case trained from its store and in memory: ``(case, "store"|"memory") -> (result,
+    metrics file)``, and ``(method, parts) -> store``. One launch per rank count and source, so
+    each comparison is between two processes; the in-memory launch runs its cases in the
+    opposite order, so that state one command left behind could not make both sides agree. The
+    stores are written by `gnnscale partition`."""
+    root = tmp_path_factory.mktemp("vertex-cut")
+    stores = {(method, nprocs): root / f"cora-{method}-{nprocs}" for nprocs, method, *_ in CASES}
+    made = gnnscale_cli_batch(None, [
+        ["partition", "--dataset", "cora", "--data-root", datasets_root, "--method", method,
+         "--parts", parts, "--out", store] for (method, parts), store in stores.items()])
+    assert all(m.returncode == 0 for m in made), made[0].stderr
+    runs = dict(stores)
+    for nprocs in sorted({case[0] for case in CASES}):
+        for source in ("store", "memory"):
+            cases = [case for case in CASES if case[0] == nprocs][::1 if source == "store" else -1]
+            args_list, files = [], []
+            for case in cases:
+                _, method, model, staleness = case
+                files.append(root / f"{source}-{'-'.join(map(str, case))}.jsonl")
+                data = (["--partitions", stores[method, nprocs]] if source == "store" else
+                        ["--dataset", "cora", "--data-root", datasets_root,
+                         "--partitioner", method])
+                args_list.append(["train", *data, "--epochs", "4", "--dropout", "0",
+                                  "--no-progress", "--model", model, "--staleness", staleness,
+                                  "--metrics-out", files[-1]])
+            for case, done, path in zip(cases, gnnscale_cli_batch(nprocs, args_list), files):
+                runs[case, source] = done, path
+    return runs
 
-    def get(method, parts):
-        if (method, parts) not in stores:
-            out = tmp_path_factory.mktemp(method) / f"cora-{parts}"
-            stores[method, parts] = partition_cora(datasets_root, out, method, parts)
-        return stores[method, parts]
-    return get
 
-
-@pytest.mark.parametrize("nprocs,method,model,staleness", [
-    (1, "libra", "gcn", "exact"), (2, "libra", "sage", "exact"), (3, "libra", "gcn", "exact"),
-    (2, "libra", "gcn", "delayed:2"), (3, "libra", "gcn", "pipelined"),
-    (2, "hdrf", "gcn", "local")])
-def test_vertex_cut_store_training_matches_in_memory(nprocs, method, model, staleness,
-                                                     vertex_cut_stores, datasets_root, tmp_path):
-    store = vertex_cut_stores(method, nprocs)
-    common = ["--epochs", "4", "--dropout", "0", "--no-progress", "--model", model,
-              "--staleness", staleness]
-    from_store = gnnscale_cli(nprocs, ["train", "--partitions", str(store), *common,
-                                       "--metrics-out", str(tmp_path / "store.jsonl")])
+@pytest.mark.parametrize("case", CASES, ids=lambda case: "-".join(map(str, case)))
+def test_vertex_cut_store_training_matches_in_memory(case, runs):
+    nprocs, method, _, staleness = case
+    from_store, store_metrics = runs[case, "store"]
     assert from_store.returncode == 0, from_store.stderr
     assert nprocs == 1 or f"partition {method}" in from_store.stdout
-    in_memory = gnnscale_cli(nprocs, ["train", "--dataset", "cora", "--data-root",
-                                      str(datasets_root), "--partitioner", method, *common,
-                                      "--metrics-out", str(tmp_path / "memory.jsonl")])
+    in_memory, memory_metrics = runs[case, "memory"]
     assert in_memory.returncode == 0, in_memory.stderr
-    got = epoch_records(tmp_path / "store.jsonl", KEYS)
+    got = epoch_records(store_metrics, KEYS)
     assert len(got) == 4
-    assert got == epoch_records(tmp_path / "memory.jsonl", KEYS)
+    assert got == epoch_records(memory_metrics, KEYS)
     if nprocs > 1:
         assert got[0]["halo_bytes_sent"] > 0  # the parts really exchange mirrors
     if staleness == "delayed:2":
@@ -61,8 +76,8 @@ def test_vertex_cut_store_training_matches_in_memory(nprocs, method, model, stal
         assert all(r["halo_bytes_sent"] == 0 for r in got[1:])
 
 
-def test_vertex_cut_store_with_wrong_number_of_ranks(vertex_cut_stores):
-    store = vertex_cut_stores("libra", 3)
+def test_vertex_cut_store_with_wrong_number_of_ranks(runs):
+    store = runs["libra", 3]
     wrong = gnnscale_cli(2, ["train", "--partitions", str(store), "--epochs", "2",
                              "--no-progress"])
     assert wrong.returncode == 2 and "Traceback" not in wrong.stderr
