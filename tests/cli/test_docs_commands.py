@@ -13,6 +13,6 @@ pytestmark = pytest.mark.timeout(1500)
 def test_every_docs_command_block_runs_as_written(tmp_path, datasets_root):
     assert DOCS, "docs/ holds no Markdown files"
     repo, env = copy_and_environment(tmp_path / "gnnscale")
-    failures, left_out = run_sh_blocks(DOCS, repo, env)
+    failures, left_out, _ = run_sh_blocks(DOCS, repo, env)
     assert not failures, "\n\n".join(failures)
     assert all("download" in command for command in left_out)

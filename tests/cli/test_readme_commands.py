@@ -6,6 +6,7 @@ manual's shape: at most 300 lines, every relative link in it and in docs/ pointi
 command must exit 0, and the outputs the README names must exist afterwards.
 """
 
+import json
 import os
 import re
 import sys
@@ -74,7 +75,7 @@ def test_no_command_block_is_a_benchmark():
 
 def test_every_readme_command_block_runs_as_written(tmp_path, datasets_root):
     repo, env = copy_and_environment(tmp_path / "gnnscale")
-    failures, left_out = run_sh_blocks([README], repo, env)
+    failures, left_out, printed = run_sh_blocks([README], repo, env)
     for number, block in enumerate(readme_blocks("python"), 1):
         done = run_command([sys.executable, "-c", block], timeout=600, env=env, cwd=repo)
         if done.returncode != 0:
@@ -90,6 +91,21 @@ def test_every_readme_command_block_runs_as_written(tmp_path, datasets_root):
     assert "\r" not in log and re.findall(r"^epoch", log, flags=re.M), log
     mode = (repo / "parts" / "cora-4").stat().st_mode & 0o777
     assert mode == 0o777 & ~_umask(), oct(mode)
+    assert_calibrated_then_reused(repo, printed)
+
+
+def assert_calibrated_then_reused(repo, printed: str) -> None:
+    """`tune --calibrate` saved the constants it measured (also in its results) and the second
+    `tune` predicted with them: plausible compute constants at every thread count, the 2-rank
+    shared-memory alltoallv and the job's fixed cost per exchange."""
+    saved = json.loads((repo / "tune-fb-cost-model.json").read_text())
+    assert saved == json.loads((repo / "tune-fb.json").read_text())["cost_model"]
+    for values in saved["compute"].values():
+        assert all(0 < values[k] < 1e-6 for k in values), values
+    assert 0 < saved["shm_alpha"] < 1e-2 and saved["shm_beta"] < 1e-7, saved
+    assert 0 <= saved["exchange_overhead_s"] < 0.1, saved
+    assert "fixed cost per exchange on 2 ranks" in printed, printed
+    assert json.loads((repo / "tune-fb-ib.json").read_text())["rows"]
 
 
 def _umask() -> int:

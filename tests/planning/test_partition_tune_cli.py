@@ -1,15 +1,12 @@
 """`gnnscale tune`: target cluster options, calibration, recommendation and bad input."""
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
 pytest.importorskip("torch")
 from gnnscale.cli.main import main  # noqa: E402
-from mpi_launch import DATASETS_ROOT, mpi_env  # noqa: E402
+from mpi_launch import DATASETS_ROOT  # noqa: E402
 from planning.tune import choose  # noqa: E402
 
 SBM = ["--dataset", "sbm", "--num-nodes", "300"]
@@ -87,27 +84,6 @@ def test_a_10_gbit_network_does_not_recommend_random_on_facebook(tmp_path, capsy
     rows = {r["method"]: r for r in result["rows"]}
     assert result["recommended"]["method"] != "random"
     assert rows["random"]["halo_bytes_max"] > 3 * rows["metis"]["halo_bytes_max"]
-
-
-def test_tune_calibrate_then_reuse(tmp_path):
-    # Own process: --calibrate launches a 2-rank mpirun for the shared-memory alltoallv.
-    code = "import sys; from gnnscale.cli.main import main; sys.exit(main(sys.argv[1:]))"
-    proc = subprocess.run(
-        [sys.executable, "-c", code, "tune", *SBM, "--methods", "random", "--parts", "2",
-         "--calibrate", "--no-plot", "--no-progress", "--out", str(tmp_path / "t")],
-        capture_output=True, text=True, timeout=600, env=mpi_env())
-    assert proc.returncode == 0, proc.stderr
-    saved = tmp_path / "t-cost-model.json"
-    constants = json.loads(saved.read_text())
-    assert constants == json.loads((tmp_path / "t.json").read_text())["cost_model"]
-    for values in constants["compute"].values():
-        assert all(0 < values[k] < 1e-6 for k in values)
-    assert 0 < constants["shm_alpha"] < 1e-2 and constants["shm_beta"] < 1e-7
-    assert 0 <= constants["exchange_overhead_s"] < 0.1  # the 2-rank job's fixed cost
-    assert "fixed cost per exchange on 2 ranks" in proc.stdout
-    assert main(["tune", *SBM, "--methods", "random", "--parts", "2", "--cost-model",
-                 str(saved), "--no-plot", "--no-progress", "--out", str(tmp_path / "u")]) == 0
-    assert os.path.exists(tmp_path / "u.json")
 
 
 def test_alltoallv_fit_takes_latency_from_the_smallest_message_and_slope_from_the_largest():
