@@ -1,8 +1,8 @@
-"""Under mpirun (4 ranks): the quality bars of test_quality_bars.py, 3 seeds each (GCN
+"""Under mpirun (2 ranks): the quality bars of test_quality_bars.py, 3 seeds each (GCN
 CiteSeer 5), written as JSON. Each case's score is the test metric at the epoch with the best
 validation metric, except GCN Cora's: the final epoch's, as the CLI reports it.
 
-Usage: mpirun -n 4 python quality_driver.py DATASETS_ROOT OUT.json
+Usage: mpirun -n 2 python quality_driver.py DATASETS_ROOT OUT.json
 """
 
 import json

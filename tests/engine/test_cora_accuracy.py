@@ -1,4 +1,4 @@
-"""GCN on Cora reaches the published accuracy through the CLI in one process (on 4 ranks:
+"""GCN on Cora reaches the published accuracy through the CLI in one process (on 2 ranks:
 test_quality_bars.py, in the launch of the other bars).
 
 Kipf & Welling's setting: 2 layers, 16 hidden, dropout 0.5, lr 0.01, weight decay 5e-4,
