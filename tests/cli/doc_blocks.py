@@ -118,19 +118,19 @@ def copy_and_environment(target: Path) -> tuple[Path, dict]:
     return repo, env
 
 
-def run_sh_blocks(pages, repo: Path, env: dict) -> tuple[list[str], list[str], str]:
+def run_sh_blocks(pages, repo: Path, env: dict) -> tuple[list[str], list[str], dict]:
     """Run every ``sh`` block of ``pages`` in order in ``repo``, each as one ``bash -e`` script;
-    return the failures (one message each), the download commands left out and what the blocks
-    printed on stdout."""
-    failures, left_out, printed = [], [], []
+    return the failures (one message each), the download commands left out and each block's
+    finished process (its stdout and stderr), keyed by the block's text."""
+    failures, left_out, printed = [], [], {}
     for page in pages:
         for number, block in enumerate(fenced_blocks("sh", page), 1):
             commands, downloads = substituted(block)
             left_out += downloads
             done = run_command(["bash", "-c", "set -eo pipefail\n" + commands], timeout=900,
                                env=env, cwd=repo)
-            printed.append(done.stdout)
+            printed[block] = done
             if done.returncode != 0:
                 failures.append(f"{page.name} block {number} exited {done.returncode}:\n"
                                 f"{block}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-    return failures, left_out, "".join(printed)
+    return failures, left_out, printed
