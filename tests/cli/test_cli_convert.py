@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 
-from mpi_launch import concurrently, gnnscale_cli
+from mpi_launch import concurrently, gnnscale_cli, gnnscale_cli_batch
 from test_cli_train import assert_one_line_error
 
 pytestmark = pytest.mark.timeout(900)
@@ -30,11 +30,14 @@ def losses(path):
                      if "summary" not in r])
 
 
-def train(nprocs, dataset_args, out, env=None, extra=()):
-    result = gnnscale_cli(nprocs, ["train", *dataset_args, *TRAIN, "--metrics-out", str(out),
-                                   *extra], env=env)
-    assert result.returncode == 0, result.stderr
-    return losses(out)
+def train(nprocs, runs, env=None) -> list[np.ndarray]:
+    """Each ``(dataset_args, metrics_file)`` of ``runs`` trained, one after the other in one
+    launch of ``nprocs`` ranks; the losses of each."""
+    results = gnnscale_cli_batch(nprocs, [["train", *dataset_args, *TRAIN, "--metrics-out", out]
+                                          for dataset_args, out in runs], env=env)
+    for result in results:
+        assert result.returncode == 0, result.stderr
+    return [losses(out) for _, out in runs]
 
 
 def test_info_checks_every_checksum(converted):
@@ -44,15 +47,16 @@ def test_info_checks_every_checksum(converted):
 
 
 def test_training_on_the_folder_equals_training_on_its_source(converted, tmp_path):
-    one = train(None, SOURCE, tmp_path / "a.jsonl")
-    np.testing.assert_array_equal(train(None, ["--dataset", str(converted)],
-                                        tmp_path / "b.jsonl"), one)
+    one, folder = train(None, [(SOURCE, tmp_path / "a.jsonl"),
+                               (["--dataset", converted], tmp_path / "b.jsonl")])
+    np.testing.assert_array_equal(folder, one)
     # three ranks: the mapped folder and the source (loaded once per host into a temporary
     # folder that is gone after the run) give the same run, and both match one process
     scratch = tmp_path / "tmpdir"
     scratch.mkdir()
-    mapped = train(3, ["--dataset", str(converted)], tmp_path / "c.jsonl")
-    from_source = train(3, SOURCE, tmp_path / "d.jsonl", env={"TMPDIR": str(scratch)})
+    from_source, mapped = train(3, [(SOURCE, tmp_path / "d.jsonl"),
+                                    (["--dataset", converted], tmp_path / "c.jsonl")],
+                                env={"TMPDIR": str(scratch)})
     np.testing.assert_array_equal(mapped, from_source)
     np.testing.assert_allclose(mapped, one, rtol=5e-5)
     assert [name for name in os.listdir(scratch) if name.startswith("gnnscale")] == []
@@ -64,8 +68,8 @@ def test_partition_from_the_folder_then_train(converted, tmp_path):
                                  "--out", str(store)])
     assert result.returncode == 0, result.stderr
     assert "done in" in result.stdout and "peak memory" in result.stdout
-    stored = train(3, ["--partitions", str(store)], tmp_path / "e.jsonl")
-    mapped = train(3, ["--dataset", str(converted)], tmp_path / "f.jsonl")
+    stored, mapped = train(3, [(["--partitions", store], tmp_path / "e.jsonl"),
+                               (["--dataset", converted], tmp_path / "f.jsonl")])
     np.testing.assert_array_equal(stored, mapped)
 
 
