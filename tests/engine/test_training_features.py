@@ -10,7 +10,7 @@ import torch
 from gnnscale.comm import SingleCommunicator
 from gnnscale.engine import CheckpointError, evaluate_global, read_checkpoint, roc_auc
 from gnnscale.engine.checkpoint import FORMAT_VERSION
-from mpi_launch import gnnscale_cli
+from mpi_launch import gnnscale_cli, gnnscale_cli_batch
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -51,13 +51,15 @@ def epoch_losses(path):
 
 def straight_and_resumed(tmp_path, base, stop: int, epochs: int):
     """On 2 ranks: ``base`` run straight to ``epochs`` into ``a/`` and ``a.jsonl``, and run to
-    ``stop`` then resumed to ``epochs`` into ``b/`` and ``b.jsonl``."""
-    straight = gnnscale_cli(2, [*base, "--epochs", str(epochs), "--checkpoint-dir",
-                                str(tmp_path / "a"), "--metrics-out", str(tmp_path / "a.jsonl")])
-    assert straight.returncode == 0, straight.stderr
-    first = gnnscale_cli(2, [*base, "--epochs", str(stop), "--checkpoint-dir",
-                             str(tmp_path / "b"), "--metrics-out", str(tmp_path / "b.jsonl")])
+    ``stop`` then resumed to ``epochs`` into ``b/`` and ``b.jsonl``. The first part and the
+    straight run share a launch; the resumed run has one of its own."""
+    first, straight = gnnscale_cli_batch(2, [
+        [*base, "--epochs", stop, "--checkpoint-dir", tmp_path / "b",
+         "--metrics-out", tmp_path / "b.jsonl"],
+        [*base, "--epochs", epochs, "--checkpoint-dir", tmp_path / "a",
+         "--metrics-out", tmp_path / "a.jsonl"]])
     assert first.returncode == 0, first.stderr
+    assert straight.returncode == 0, straight.stderr
     resumed = gnnscale_cli(2, [*base, "--epochs", str(epochs), "--checkpoint-dir",
                                str(tmp_path / "b"), "--resume", "--metrics-out",
                                str(tmp_path / "b.jsonl")])
@@ -126,9 +128,9 @@ def test_predictions_gathered_per_part_and_one_process_agree(tmp_path, datasets_
     common = ["train", "--dataset", "cora", "--data-root", str(datasets_root), "--epochs", "3",
               "--dropout", "0", "--no-progress"]
     one = gnnscale_cli(None, [*common, "--predictions-out", str(tmp_path / "one.npz")])
-    gathered = gnnscale_cli(2, [*common, "--predictions-out", str(tmp_path / "two.npz")])
-    per_part = gnnscale_cli(2, [*common, "--predictions-out", str(tmp_path / "parts"),
-                                "--predictions-layout", "per-part"])
+    gathered, per_part = gnnscale_cli_batch(2, [
+        [*common, "--predictions-out", tmp_path / "two.npz"],
+        [*common, "--predictions-out", tmp_path / "parts", "--predictions-layout", "per-part"]])
     for result in (one, gathered, per_part):
         assert result.returncode == 0, result.stderr
     a, b = np.load(tmp_path / "one.npz"), np.load(tmp_path / "two.npz")
