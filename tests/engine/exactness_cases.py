@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import torch
 from torch.nn import functional as F
@@ -140,17 +143,50 @@ def partitioned_problems(datasets, partitioners, load, datasets_root, comm, seed
 
 
 def save_results(comm, out_path, results: dict) -> None:
-    """Rank 0 writes a driver's ``results`` to ``out_path`` (.npz); every rank says it is done."""
+    """Rank 0 writes a driver's ``results`` to ``out_path`` (.npz)."""
     if comm.rank == 0:
         np.savez(out_path, **results)
-    print(f"rank {comm.rank} done", flush=True)
 
 
-def run_driver(driver, nprocs: int, datasets_root, tmp_path, timeout: float = 900):
-    """Run ``driver DATASETS_ROOT OUT.npz`` under mpirun on ``nprocs`` ranks; what it saved."""
+def driver_main(run_cases) -> None:
+    """A driver's main, ``DATASETS_ROOT OUT_DIR SIZES`` under ``mpirun -n max(SIZES)``: for each
+    rank count of ``SIZES`` (comma-separated) the first that many ranks get a communicator of
+    their own (``comm.split``) and run ``run_cases(sub, datasets_root) -> results`` on it while
+    the others wait; the sub-communicator's rank 0 saves ``OUT_DIR/size-N.npz``. One launch
+    covers every rank count."""
+    from gnnscale.comm import init
+
+    datasets_root, out_dir = sys.argv[1], Path(sys.argv[2])
+    comm = init()
+    for size in (int(s) for s in sys.argv[3].split(",")):
+        inside = comm.rank < size
+        sub = comm.split(0 if inside else 1)
+        if inside:
+            save_results(sub, out_dir / f"size-{size}.npz", run_cases(sub, datasets_root))
+        comm.barrier()
+
+
+#: the rank counts every exactness test covers, all in one launch (:func:`driver_main`)
+SIZES = (1, 2, 3, 4)
+
+
+def saved_by_size(driver):
+    """A module fixture ``saved``: ``{size: what driver saved}`` for every rank count of
+    :data:`SIZES`, from one launch."""
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def saved(datasets_root, tmp_path_factory):
+        return run_driver(driver, SIZES, datasets_root, tmp_path_factory.mktemp(driver.stem))
+    return saved
+
+
+def run_driver(driver, sizes, datasets_root, tmp_path, timeout: float = 900) -> dict:
+    """Run ``driver`` (:func:`driver_main`) once under mpirun for every rank count of
+    ``sizes``; ``{size: what it saved}``."""
     from mpi_launch import run_python_mpi
 
-    out = tmp_path / "results.npz"
-    result = run_python_mpi(nprocs, driver, [str(datasets_root), str(out)], timeout=timeout)
+    result = run_python_mpi(max(sizes), driver, [str(datasets_root), str(tmp_path),
+                                                 ",".join(map(str, sizes))], timeout=timeout)
     assert result.returncode == 0, result.stderr[-3000:]
-    return np.load(out)
+    return {size: np.load(tmp_path / f"size-{size}.npz") for size in sizes}

@@ -1,6 +1,7 @@
 """Under mpirun: train every exactness case for a few Adam steps and save logits and losses.
 
-Usage: mpirun -n P python exactness_driver.py DATASETS_ROOT OUT.npz
+Usage: mpirun -n P python exactness_driver.py DATASETS_ROOT OUT_DIR SIZES (see
+exactness_cases.driver_main)
 """
 
 import sys
@@ -9,16 +10,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from exactness_cases import (DATASETS, LR, MODELS, PARTITIONERS, SEED, WEIGHT_DECAY,  # noqa: E402
-                             case_key, initial_model, load_case_dataset, partitioned_problems,
-                             save_results, train_and_gather)
+                             case_key, driver_main, initial_model, load_case_dataset,
+                             partitioned_problems, train_and_gather)
 
-from gnnscale.comm import init  # noqa: E402
 from gnnscale.engine import Trainer  # noqa: E402
 
 
-def main() -> None:
-    datasets_root, out_path = sys.argv[1], sys.argv[2]
-    comm = init()
+def run_cases(comm, datasets_root) -> dict:
     results = {}
     for dataset, partitioner, data, problem in partitioned_problems(
             DATASETS, PARTITIONERS, load_case_dataset, datasets_root, comm):
@@ -27,8 +25,8 @@ def main() -> None:
             trainer = Trainer(model, problem, comm, lr=LR, weight_decay=WEIGHT_DECAY, seed=SEED)
             key = case_key(dataset, partitioner, model_name)
             results[f"{key}/losses"], results[f"{key}/logits"] = train_and_gather(trainer)
-    save_results(comm, out_path, results)
+    return results
 
 
 if __name__ == "__main__":
-    main()
+    driver_main(run_cases)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from exactness_cases import (DATASETS, MODELS, PARTITIONERS, exactness_failures,
-                             load_case_dataset, pyg_reference, run_driver)
+from exactness_cases import (DATASETS, MODELS, PARTITIONERS, SIZES, exactness_failures,
+                             load_case_dataset, pyg_reference, saved_by_size)
 
 DRIVER = Path(__file__).with_name("exactness_driver.py")
 
@@ -26,10 +26,12 @@ def references(datasets_root):
     return refs
 
 
-@pytest.mark.parametrize("nprocs", [1, 2, 3, 4])
-def test_distributed_training_equals_pyg_on_whole_graph(nprocs, references, datasets_root,
-                                                        tmp_path):
-    saved = run_driver(DRIVER, nprocs, datasets_root, tmp_path)
+saved = saved_by_size(DRIVER)  # every rank count of SIZES, one launch
+
+
+@pytest.mark.parametrize("nprocs", SIZES)
+def test_distributed_training_equals_pyg_on_whole_graph(nprocs, references, saved):
+    saved = saved[nprocs]
     cases = [(d, p, m) for d in DATASETS for p in PARTITIONERS for m in MODELS]
     failures = exactness_failures(saved, references, cases)
     assert not failures, "\n".join(failures)

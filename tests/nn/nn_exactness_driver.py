@@ -1,6 +1,7 @@
 """Under mpirun: train every nn exactness case for a few Adam steps; save logits and losses.
 
-Usage: mpirun -n P python nn_exactness_driver.py DATASETS_ROOT OUT.npz
+Usage: mpirun -n P python nn_exactness_driver.py DATASETS_ROOT OUT_DIR SIZES (see
+exactness_cases.driver_main)
 """
 
 import sys
@@ -9,17 +10,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
 
-from exactness_cases import partitioned_problems, save_results, train_and_gather  # noqa: E402
+from exactness_cases import driver_main, partitioned_problems, train_and_gather  # noqa: E402
 from nn_cases import (CASES, DATASETS, LR, PARTITIONERS, SEED, STEPS, WEIGHT_DECAY,  # noqa: E402
                       case_key, initial_model, load_case_dataset, make_optimizer)
 
-from gnnscale.comm import init  # noqa: E402
 from gnnscale.engine import Trainer  # noqa: E402
 
 
-def main() -> None:
-    datasets_root, out_path = sys.argv[1], sys.argv[2]
-    comm = init()
+def run_cases(comm, datasets_root) -> dict:
     results = {}
     partitioners = PARTITIONERS if comm.size > 1 else PARTITIONERS[:1]
     for dataset, partitioner, data, problem in partitioned_problems(
@@ -32,8 +30,8 @@ def main() -> None:
             trainer.optimizer = make_optimizer(case, model.parameters())
             key = case_key(case, partitioner)
             results[f"{key}/losses"], results[f"{key}/logits"] = train_and_gather(trainer, STEPS)
-    save_results(comm, out_path, results)
+    return results
 
 
 if __name__ == "__main__":
-    main()
+    driver_main(run_cases)

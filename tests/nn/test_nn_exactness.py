@@ -5,7 +5,7 @@ For 1-4 ranks (random and METIS partitions) every case in ``nn_cases.CASES`` tra
 steps (SGD where a batch norm follows a bias, see ``nn_cases.SGD_CASES``); the losses and the
 eval-mode logits after them match the same model with PyG's own layers (and torch's BatchNorm1d
 or PyG's LayerNorm) on the whole graph, from the same initial weights, within 1e-5 relative.
-One mpirun launch per rank count runs every case.
+One mpirun launch runs every case at every rank count (exactness_cases.driver_main).
 """
 
 import sys
@@ -21,7 +21,7 @@ from nn_cases import (CASES, DATASETS, PARTITIONERS, STEPS, case_key, initial_mo
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
 
-from exactness_cases import compare_with_references, run_driver  # noqa: E402
+from exactness_cases import SIZES, compare_with_references, saved_by_size  # noqa: E402
 
 DRIVER = Path(__file__).with_name("nn_exactness_driver.py")
 TOLERANCE = 1e-5
@@ -56,10 +56,12 @@ def references(datasets_root):
     return refs
 
 
-@pytest.mark.parametrize("nprocs", [1, 2, 3, 4])
-def test_nn_layers_distributed_equal_pyg_on_whole_graph(nprocs, references, datasets_root,
-                                                        tmp_path):
-    saved = run_driver(DRIVER, nprocs, datasets_root, tmp_path, timeout=600)
+saved = saved_by_size(DRIVER)  # every rank count of SIZES, one launch
+
+
+@pytest.mark.parametrize("nprocs", SIZES)
+def test_nn_layers_distributed_equal_pyg_on_whole_graph(nprocs, references, saved):
+    saved = saved[nprocs]
     expected = {case_key(case, partitioner): references[case] for case in CASES
                 for partitioner in (PARTITIONERS if nprocs > 1 else PARTITIONERS[:1])}
     failures, errors = compare_with_references(saved, expected, TOLERANCE)

@@ -15,8 +15,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
 
-from exactness_cases import (exactness_failures, load_case_dataset, pyg_reference,  # noqa: E402
-                             run_driver)
+from exactness_cases import (SIZES, exactness_failures, load_case_dataset,  # noqa: E402
+                             pyg_reference, saved_by_size)
 
 from vcut_driver import CASES, MODELS, STEPS  # noqa: E402
 
@@ -33,10 +33,12 @@ def vcut_references(datasets_root):
     return refs
 
 
-@pytest.mark.parametrize("nprocs", [1, 2, 3, 4])
-def test_vcut_training_equals_pyg_on_whole_graph(nprocs, vcut_references, datasets_root,
-                                                 tmp_path):
-    saved = run_driver(DRIVER, nprocs, datasets_root, tmp_path)
+saved = saved_by_size(DRIVER)  # every rank count of SIZES, one launch
+
+
+@pytest.mark.parametrize("nprocs", SIZES)
+def test_vcut_training_equals_pyg_on_whole_graph(nprocs, vcut_references, saved):
+    saved = saved[nprocs]
     failures = exactness_failures(saved, vcut_references,
                                   [(d, p, m) for d, p in CASES for m in MODELS])
     assert not failures, "\n".join(failures)

@@ -1,19 +1,19 @@
 """Under mpirun: vertex-cut training cases; saves global losses, logits and exchange bytes.
 
-Usage: mpirun -n P python vcut_driver.py DATASETS_ROOT OUT.npz
+Usage: mpirun -n P python vcut_driver.py DATASETS_ROOT OUT_DIR SIZES (see
+exactness_cases.driver_main)
 """
 
 import sys
 from pathlib import Path
 
-import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
 
-from exactness_cases import LR, SEED, WEIGHT_DECAY, initial_model, load_case_dataset  # noqa: E402
+from exactness_cases import (LR, SEED, WEIGHT_DECAY, driver_main, initial_model,  # noqa: E402
+                             load_case_dataset)
 
-from gnnscale.comm import init  # noqa: E402
 from gnnscale.engine import Trainer, gather_predictions  # noqa: E402
 from gnnscale.engine.vertex_cut_problem import vertex_cut_problem  # noqa: E402
 from gnnscale.graph.staleness import make_policy  # noqa: E402
@@ -42,9 +42,7 @@ def run_case(problem, data, model_name, comm, staleness=None):
     return losses, gathered[0] if gathered else None, sent
 
 
-def main() -> None:
-    datasets_root, out_path = sys.argv[1], sys.argv[2]
-    comm = init()
+def run_cases(comm, datasets_root) -> dict:
     results = {}
     for dataset, partitioner in CASES:
         data = load_case_dataset(dataset, datasets_root)
@@ -59,10 +57,8 @@ def main() -> None:
                 key = f"{dataset}-{partitioner}-gcn-{spec}"
                 results[f"{key}/losses"], _, results[f"{key}/bytes"] = \
                     run_case(problem, data, "gcn", comm, spec)
-    if comm.rank == 0:
-        np.savez(out_path, **results)
-    print(f"rank {comm.rank} done", flush=True)
+    return results
 
 
 if __name__ == "__main__":
-    main()
+    driver_main(run_cases)
