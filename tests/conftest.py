@@ -1,10 +1,13 @@
 """Shared test fixtures (where the real datasets are), and the suite's own accounting: at the
 end of a run, the tests that used the most CPU time, their own and their subprocesses' (every
-``mpirun`` rank a test starts counts for it), beside pytest's ``--durations`` (wall time)."""
+``mpirun`` rank a test starts counts for it), beside pytest's ``--durations`` (wall time);
+``--cpu-profile FILE`` writes every test's CPU and wall seconds, and each file's, as JSON."""
 
 from __future__ import annotations
 
+import json
 import resource
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -13,6 +16,13 @@ from mpi_launch import DATASETS_ROOT
 
 CPU_REPORT_LINES = 10
 _cpu_seconds: dict[str, float] = {}
+_wall_seconds: dict[str, float] = defaultdict(float)
+
+
+def pytest_addoption(parser):
+    parser.addoption("--cpu-profile", metavar="FILE", default=None,
+                     help="write each test's and each file's CPU seconds (its own and its "
+                          "subprocesses') and wall seconds to FILE as JSON")
 
 
 @pytest.fixture(scope="session")
@@ -46,9 +56,31 @@ def pytest_runtest_makereport(item, call):
 
 
 def pytest_runtest_logreport(report):
+    _wall_seconds[report.nodeid] += report.duration  # setup, call and teardown
     for name, value in report.user_properties:
         if name == "cpu_s":
             _cpu_seconds[report.nodeid] = value
+
+
+def cpu_profile(cpu: dict, wall: dict) -> dict:
+    """The ``--cpu-profile`` document: totals, then files and tests by CPU seconds."""
+    files = defaultdict(lambda: {"cpu_s": 0.0, "wall_s": 0.0, "tests": 0})
+    for nodeid, seconds in cpu.items():
+        entry = files[nodeid.split("::")[0]]
+        entry["cpu_s"] += seconds
+        entry["wall_s"] += wall.get(nodeid, 0.0)
+        entry["tests"] += 1
+    by_cpu = lambda kv: -kv[1]["cpu_s"] if isinstance(kv[1], dict) else -kv[1]  # noqa: E731
+    return {"cpu_s": sum(cpu.values()), "wall_s": sum(wall.values()), "tests": len(cpu),
+            "files": dict(sorted(files.items(), key=by_cpu)),
+            "tests_by_cpu": {nodeid: {"cpu_s": seconds, "wall_s": wall.get(nodeid, 0.0)}
+                             for nodeid, seconds in sorted(cpu.items(), key=by_cpu)}}
+
+
+def pytest_sessionfinish(session):
+    path = session.config.getoption("--cpu-profile")
+    if path and _cpu_seconds and not hasattr(session.config, "workerinput"):  # the controller
+        Path(path).write_text(json.dumps(cpu_profile(_cpu_seconds, _wall_seconds), indent=1))
 
 
 def pytest_terminal_summary(terminalreporter):
