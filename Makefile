@@ -39,17 +39,19 @@ demo: venv
 # pytest lists the 10 slowest tests and the 10 that used the most CPU, and the last line is the
 # total time. The suite runs in TEST_WORKERS processes (pytest-xdist), a test file per worker at
 # a time (module fixtures are built once): much of it waits on launches, sockets and timeouts,
-# which a second worker fills. TEST_WORKERS=0 runs it in one process.
+# which a second worker fills. TEST_WORKERS=0 runs it in one process. PYTEST_ARGS adds options,
+# e.g. PYTEST_ARGS="--cpu-profile suite.json" (every test's CPU and wall seconds, as JSON).
 # First tools/slurm.sh installs Slurm where it can (root with apt-get) for the test that runs
 # the README's batch script; where it cannot, that test skips and says why.
 # ($(MAKE) stays on a line of its own: `make -n test` runs such a line.)
 MAKE_START := $(shell date +%s)
 ELAPSED = $$(( $$(date +%s) - $(MAKE_START) )) s
 TEST_WORKERS ?= 2
+PYTEST_ARGS ?=
 test: venv
 	@bash tools/slurm.sh || true
 	PATH=$(CURDIR)/$(BIN):$$PATH OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -p no:cacheprovider \
-		-n $(TEST_WORKERS) --dist loadfile --durations=10 tests || { echo "make test: FAILED after $(ELAPSED)"; exit 1; }
+		-n $(TEST_WORKERS) --dist loadfile --durations=10 $(PYTEST_ARGS) tests || { echo "make test: FAILED after $(ELAPSED)"; exit 1; }
 	@$(MAKE) --no-print-directory dgl-test || { echo "make test: FAILED after $(ELAPSED)"; exit 1; }
 	@echo "make test: passed in $(ELAPSED)"
 
