@@ -32,3 +32,20 @@ def test_option_writes_the_file(tmp_path):
     profile = json.loads(out.read_text())
     assert profile["tests"] == 2 and list(profile["files"]) == ["test_two.py"]
     assert set(profile["tests_by_cpu"]) == {"test_two.py::test_a", "test_two.py::test_b"}
+
+
+def test_table_lists_the_top_files_then_the_rest_and_the_suite(tmp_path):
+    profile = tmp_path / "p.json"
+    profile.write_text(json.dumps(cpu_profile({"a.py::x": 1.0, "b.py::y": 5.0, "c.py::z": 3.0},
+                                              {"a.py::x": 2.0, "b.py::y": 4.0, "c.py::z": 1.0})))
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "test_suite_table.py"
+    done = subprocess.run([sys.executable, str(script), str(profile), "--top", "2"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[2:] == ["| `b.py` | 1 | 5 | 4 |", "| `c.py` | 1 | 3 | 1 |",
+                                            "| 1 other file | 1 | 1 | 2 |",
+                                            "| **the suite** | 3 | 9 | 7 |"]
+    (tmp_path / "bad.json").write_text("{}")
+    bad = subprocess.run([sys.executable, str(script), str(tmp_path / "bad.json")],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "bad.json" in bad.stderr
