@@ -5,6 +5,8 @@
 262,144 nodes, 16 generated edges per node, 128 features, 16 classes, seed 0).
 :func:`add_rmat_arguments` adds them to a parser, :func:`rmat_graph` generates the graph they
 name and :func:`rmat_argv` gives them back as command-line arguments (for a worker process).
+:func:`training_step_s` is what the benchmarks that compare measured steps with predicted ones
+count as a training step.
 """
 
 from __future__ import annotations
@@ -44,3 +46,10 @@ def rmat_argv(args: argparse.Namespace) -> list[str]:
         argv += [f"--{option}", str(getattr(args, option.replace("-", "_")))]
     return argv
 
+
+
+def training_step_s(times: dict) -> float:
+    """A training step's seconds from an epoch record's ``time`` (the trainer's phases):
+    forward, backward and the optimiser's step, as the time model predicts it; evaluation
+    apart."""
+    return times["forward_s"] + times["backward_s"] + times["optimizer_s"]

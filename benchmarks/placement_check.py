@@ -28,6 +28,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from _workload import training_step_s
+
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 GRAPHS = {"rmat-17": ["--dataset", "rmat", "--dataset-option", "scale=17"],
@@ -64,8 +66,7 @@ def measured(graph: list[str], model: str, placement: str, epochs: int, folder: 
          "--metrics-out", str(metrics)])
     records = [json.loads(line) for line in metrics.read_text().splitlines()]
     epochs_run = [r for r in records if not r.get("summary")][1:]
-    steps = [r["time"]["forward_s"] + r["time"]["backward_s"] + r["time"]["optimizer_s"]
-             for r in epochs_run]
+    steps = [training_step_s(r["time"]) for r in epochs_run]
     return {"step_s": statistics.median(steps),
             "eval_s": statistics.median(r["time"]["eval_s"] for r in epochs_run)}
 
