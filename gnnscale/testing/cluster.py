@@ -164,24 +164,24 @@ def _netns_pids(netns: str) -> list[int]:
     return [int(p) for p in _sh(["ip", "netns", "pids", netns], check=False).stdout.split()]
 
 
-def _kill_until_gone(list_pids) -> None:
-    """SIGKILL whatever ``list_pids()`` names until it names nothing (three rounds at most:
-    a process can fork while it is being killed)."""
-    for _ in range(3):
-        pids = list_pids()
-        if not pids:
-            return
+def kill_until_gone(list_pids, timeout_s: float = 0.3, pause_s: float = 0.1) -> list[int]:
+    """SIGKILL whatever ``list_pids()`` names until it names nothing or ``timeout_s`` has
+    passed, ``pause_s`` between rounds (a process can fork while it is being killed, and a
+    killed one lingers until it is reaped); what it still names at the end."""
+    deadline = time.monotonic() + timeout_s
+    while (pids := list_pids()) and time.monotonic() < deadline:
         for pid in pids:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        time.sleep(0.1)
+        time.sleep(pause_s)
+    return pids
 
 
 def _remove(namespaces: list[str], folder: Path | None) -> None:
     """Kill every process inside ``namespaces``, delete them (and their links), and the folder."""
-    _kill_until_gone(lambda: [pid for ns in namespaces for pid in _netns_pids(ns)])
+    kill_until_gone(lambda: [pid for ns in namespaces for pid in _netns_pids(ns)])
     for ns in namespaces:
         _sh(["ip", "netns", "del", ns], check=False)
     if folder is not None:
@@ -561,7 +561,7 @@ exec env -i HOME="$HOME" USER="$USER" LOGNAME="$LOGNAME" SHELL=/bin/sh LANG="${{
         """Kill every process on every host but the ones holding the hosts (what a failed or
         cut-off job left behind), as rebooting a node would."""
         holders = {int((self.folder / f"{h.name}.pid").read_text()) for h in self.hosts}
-        _kill_until_gone(lambda: [pid for h in self.hosts for pid in self.processes(h.name)
+        kill_until_gone(lambda: [pid for h in self.hosts for pid in self.processes(h.name)
                                   if pid not in holders])
 
     def processes(self, host: str) -> list[int]:

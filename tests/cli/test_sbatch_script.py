@@ -21,7 +21,6 @@ import math
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -32,6 +31,7 @@ import pytest
 
 from mpi_launch import DATASETS_ROOT, mpi_env
 from doc_blocks import readme_blocks
+from gnnscale.testing.cluster import kill_until_gone
 
 pytestmark = pytest.mark.timeout(400)
 
@@ -213,14 +213,8 @@ PartitionName=test Nodes={self.host} Default=YES MaxTime=INFINITE State=UP
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait()
-        deadline = time.monotonic() + 20  # job steps (slurmstepd, tasks) outlive slurmd
-        while (left := self.leftovers()) and time.monotonic() < deadline:
-            for pid in left:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            time.sleep(0.2)
+        # job steps (slurmstepd, tasks) outlive slurmd
+        kill_until_gone(self.leftovers, timeout_s=20, pause_s=0.2)
 
     def leftovers(self) -> list[int]:
         """Processes started by this cluster that still run: their environment names its
