@@ -79,3 +79,13 @@ def test_calibrate_warns_on_a_busy_host_only(host, monkeypatch):
     assert len(warnings) == 1, said
     assert "worst 43.0x: shared-memory alltoallv of 8 B" in warnings[0], warnings[0]
     assert cal._steadiness is None  # nothing keeps recording after the calibration
+
+
+@pytest.mark.parametrize("durations,calls", [([1e-3], 6), ([0.2], 4), ([0.2, 1e-3], 6)])
+def test_long_calls_are_repeated_three_times_short_ones_five(durations, calls, monkeypatch):
+    """One untimed call, then 5 timed ones, or 3 where each timed one took 0.1 s or more."""
+    monkeypatch.setattr(cal, "clock", FakeClock(durations))
+    made = []
+    assert cal._median_time(lambda: made.append(1)) == pytest.approx(
+        sorted((durations * 5)[:calls - 1])[(calls - 1) // 2])
+    assert len(made) == calls
