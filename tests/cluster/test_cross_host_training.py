@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from cluster_runs import assert_close, cora_args, cross_host, gnnscale_argv, metrics_losses
-from mpi_launch import DATASETS_ROOT, gnnscale_cli, run_python_mpi
+from mpi_launch import DATASETS_ROOT, gnnscale_cli, gnnscale_cli_batch, run_python_mpi
 
 HERE = Path(__file__).parent
 DRIVER = HERE / "cross_host_driver.py"
@@ -63,6 +63,24 @@ def test_training_cases_across_hosts_equal_one_host(cluster, tmp_path):
     assert len({f["host"] for f in one_host}) == 1 and one_host[0]["world_buffer_shared"]
 
 
+@pytest.fixture(scope="module")
+def one_host(tmp_path_factory):
+    """The one-host runs the cross-host ones are held to, in one 4-rank launch: Cora from a
+    4-part store (``store``, metrics ``shared``) and from the dataset (metrics ``mpi``)."""
+    folder = tmp_path_factory.mktemp("one-host")
+    runs = {"store": folder / "cora-4", "shared": folder / "shared.jsonl",
+            "mpi": folder / "mpi.jsonl"}
+    done = gnnscale_cli(None, ["partition", "--dataset", "cora", "--data-root",
+                               str(DATASETS_ROOT), "--parts", "4", "--out", str(runs["store"])])
+    assert done.returncode == 0, done.stderr[-2000:]
+    for done in gnnscale_cli_batch(4, [
+            ["train", "--partitions", runs["store"], "--epochs", "3", "--no-progress",
+             "--metrics-out", runs["shared"]],
+            cora_args("--epochs", "3", "--metrics-out", str(runs["mpi"]))]):
+        assert done.returncode == 0, done.stderr[-2000:]
+    return runs
+
+
 def _store_for_hosts(cluster, store: Path) -> Path:
     """Each host's own disk gets the manifest and the parts its ranks read (2 per host)."""
     for index, host in enumerate(cluster.hosts):
@@ -75,26 +93,18 @@ def _store_for_hosts(cluster, store: Path) -> Path:
     return cluster.local_dir / "store"
 
 
-def test_each_host_reads_its_own_parts_from_its_own_disk(cluster, tmp_path):
-    store = tmp_path / "cora-4"
-    done = gnnscale_cli(None, ["partition", "--dataset", "cora", "--data-root",
-                               str(DATASETS_ROOT), "--parts", "4", "--out", str(store)])
-    assert done.returncode == 0, done.stderr[-2000:]
-    local = _store_for_hosts(cluster, store)
+def test_each_host_reads_its_own_parts_from_its_own_disk(cluster, one_host, tmp_path):
+    local = _store_for_hosts(cluster, one_host["store"])
     for index, host in enumerate(cluster.hosts):  # no host holds another's parts
         held = sorted(p.name for p in (cluster.host_disk(host.name) / "store").glob("part-*"))
         assert held == [f"part-{2 * index:05d}.npz", f"part-{2 * index + 1:05d}.npz"]
 
-    shared = tmp_path / "shared.jsonl"
-    done = gnnscale_cli(4, ["train", "--partitions", str(store), "--epochs", "3",
-                            "--no-progress", "--metrics-out", str(shared)])
-    assert done.returncode == 0, done.stderr[-2000:]
     per_host = tmp_path / "per-host.jsonl"
     done = cross_host(cluster, 2, gnnscale_argv("train", "--partitions", str(local), "--epochs",
                                                 "3", "--no-progress", "--metrics-out",
                                                 str(per_host)))
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert_close(metrics_losses(per_host), metrics_losses(shared))
+    assert_close(metrics_losses(per_host), metrics_losses(one_host["shared"]))
 
     (cluster.host_disk("node1") / "store" / "part-00003.npz").unlink()
     done = cross_host(cluster, 2, gnnscale_argv("train", "--partitions", str(local), "--epochs",
@@ -104,10 +114,7 @@ def test_each_host_reads_its_own_parts_from_its_own_disk(cluster, tmp_path):
     assert "rank 3 on node1" in errors[0] and "part-00003.npz" in errors[0], errors
 
 
-def test_torch_backend_across_hosts_equals_mpi_on_one_host(cluster, tmp_path):
-    mpi = tmp_path / "mpi.jsonl"
-    done = gnnscale_cli(4, cora_args("--epochs", "3", "--metrics-out", str(mpi)))
-    assert done.returncode == 0, done.stderr[-2000:]
+def test_torch_backend_across_hosts_equals_mpi_on_one_host(cluster, one_host, tmp_path):
     torch_run = tmp_path / "torch.jsonl"
     done = cross_host(cluster, 2, ["-x", "MASTER_ADDR=node0"] + gnnscale_argv(
         *cora_args("--epochs", "3", "--backend", "torch", "--metrics-out", str(torch_run))))
@@ -115,7 +122,7 @@ def test_torch_backend_across_hosts_equals_mpi_on_one_host(cluster, tmp_path):
     summary = json.loads(torch_run.read_text().splitlines()[-1])
     assert summary["backend"] == "torch" and summary["hosts"] == 2
     assert [r["host"] for r in summary["per_rank"]] == ["node0", "node0", "node1", "node1"]
-    assert_close(metrics_losses(torch_run), metrics_losses(mpi))
+    assert_close(metrics_losses(torch_run), metrics_losses(one_host["mpi"]))
 
 
 @pytest.mark.parametrize("backend", ["mpi", "torch"])
