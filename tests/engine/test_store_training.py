@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from mpi_launch import gnnscale_cli
+from mpi_launch import gnnscale_cli, gnnscale_cli_batch
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -31,12 +31,11 @@ def partition_cora(datasets_root, store, method, parts):
 def test_store_training_matches_in_memory(tmp_path, datasets_root):
     store = partition_cora(datasets_root, tmp_path / "store", "metis", 3)
     common = ["--epochs", "4", "--dropout", "0", "--no-progress", "--model", "sage"]
-    from_store = gnnscale_cli(3, ["train", "--partitions", str(store), *common,
-                                  "--metrics-out", str(tmp_path / "a.jsonl")])
+    from_store, in_memory = gnnscale_cli_batch(3, [
+        ["train", "--partitions", store, *common, "--metrics-out", tmp_path / "a.jsonl"],
+        ["train", "--dataset", "cora", "--data-root", datasets_root, "--partitioner", "metis",
+         *common, "--metrics-out", tmp_path / "b.jsonl"]])
     assert from_store.returncode == 0, from_store.stderr
-    in_memory = gnnscale_cli(3, ["train", "--dataset", "cora", "--data-root", str(datasets_root),
-                                 "--partitioner", "metis", *common,
-                                 "--metrics-out", str(tmp_path / "b.jsonl")])
     assert in_memory.returncode == 0, in_memory.stderr
     assert losses(tmp_path / "a.jsonl") == pytest.approx(losses(tmp_path / "b.jsonl"), rel=1e-6)
 
