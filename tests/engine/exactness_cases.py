@@ -170,14 +170,14 @@ def driver_main(run_cases) -> None:
 SIZES = (1, 2, 3, 4)
 
 
-def saved_by_size(driver):
+def saved_by_size(driver, sizes=SIZES):
     """A module fixture ``saved``: ``{size: what driver saved}`` for every rank count of
-    :data:`SIZES`, from one launch."""
+    ``sizes``, from one launch."""
     import pytest
 
     @pytest.fixture(scope="module")
     def saved(datasets_root, tmp_path_factory):
-        return run_driver(driver, SIZES, datasets_root, tmp_path_factory.mktemp(driver.stem))
+        return run_driver(driver, sizes, datasets_root, tmp_path_factory.mktemp(driver.stem))
     return saved
 
 

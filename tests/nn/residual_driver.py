@@ -1,7 +1,8 @@
 """Under mpirun (or in-process with a one-rank communicator): a few Adam steps of Platonov et
 al.'s ResidualGNN with each block; losses and the gathered eval-mode logits.
 
-Usage: mpirun -n P python residual_driver.py DATASETS_ROOT OUT.npz PARTITIONER
+Usage: mpirun -n P python residual_driver.py DATASETS_ROOT OUT_DIR SIZES (see
+exactness_cases.driver_main; the parts of each rank count by PARTITIONER_BY_SIZE)
 """
 
 import sys
@@ -11,10 +12,11 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
 
+from exactness_cases import driver_main  # noqa: E402
 from nn_cases import directed_graph  # noqa: E402
 
-from gnnscale.comm import init  # noqa: E402
 from gnnscale.engine import LocalProblem, Trainer  # noqa: E402
 from gnnscale.nn import ResidualGNN  # noqa: E402
 from partitioning import make_partitioner  # noqa: E402
@@ -23,6 +25,8 @@ STEPS, SEED, HIDDEN = 4, 3, 16
 # name -> (block, norm, number of classes): two classes use the single-logit output
 CASES = {"gcn": ("gcn", "layer", 2), "sage": ("sage", "layer", 4), "gat": ("gat", "layer", 2),
          "gcn-batch": ("gcn", "batch", 4), "gat-none": ("gat", None, 4)}
+#: the partitioner of each rank count the distributed test covers
+PARTITIONER_BY_SIZE = {2: "random", 4: "metis"}
 
 
 def case_data(num_classes: int):
@@ -55,13 +59,5 @@ def run_cases(comm, partitioner: str) -> dict:
     return results
 
 
-def main() -> None:
-    out_path, partitioner = sys.argv[2], sys.argv[3]
-    comm = init()
-    results = run_cases(comm, partitioner)
-    if comm.rank == 0:
-        np.savez(out_path, **results)
-
-
 if __name__ == "__main__":
-    main()
+    driver_main(lambda comm, _: run_cases(comm, PARTITIONER_BY_SIZE[comm.size]))

@@ -7,21 +7,20 @@ reference in tests/dgl_env/test_dglenv_residual.py.)"""
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
 
-from mpi_launch import run_python_mpi
-from residual_driver import CASES, case_data, run_cases
+from residual_driver import CASES, PARTITIONER_BY_SIZE, case_data, run_cases
 
 from gnnscale.comm import init
 from gnnscale.nn import ResidualGNN
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
-from exactness_cases import relative_error  # noqa: E402
+from exactness_cases import relative_error, saved_by_size  # noqa: E402
 
 DRIVER = Path(__file__).with_name("residual_driver.py")
 TOLERANCE = 5e-5
+saved = saved_by_size(DRIVER, tuple(PARTITIONER_BY_SIZE))  # 2 and 4 ranks, one launch
 
 
 @pytest.fixture(scope="module")
@@ -29,13 +28,9 @@ def one_process():
     return run_cases(init("single"), "random")
 
 
-@pytest.mark.parametrize("nprocs,partitioner", [(2, "random"), (4, "metis")])
-def test_residual_blocks_distributed_equal_one_process(nprocs, partitioner, one_process,
-                                                       tmp_path):
-    out = tmp_path / "residual.npz"
-    result = run_python_mpi(nprocs, DRIVER, [".", str(out), partitioner], timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
-    saved = np.load(out)
+@pytest.mark.parametrize("nprocs", tuple(PARTITIONER_BY_SIZE))
+def test_residual_blocks_distributed_equal_one_process(nprocs, one_process, saved):
+    saved = saved[nprocs]
     failures = []
     for case in CASES:
         for part in ("losses", "logits"):
