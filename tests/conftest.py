@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from cpu_accounting import cpu_profile
 from mpi_launch import DATASETS_ROOT
 
 CPU_REPORT_LINES = 10
@@ -60,21 +61,6 @@ def pytest_runtest_logreport(report):
     for name, value in report.user_properties:
         if name == "cpu_s":
             _cpu_seconds[report.nodeid] = value
-
-
-def cpu_profile(cpu: dict, wall: dict) -> dict:
-    """The ``--cpu-profile`` document: totals, then files and tests by CPU seconds."""
-    files = defaultdict(lambda: {"cpu_s": 0.0, "wall_s": 0.0, "tests": 0})
-    for nodeid, seconds in cpu.items():
-        entry = files[nodeid.split("::")[0]]
-        entry["cpu_s"] += seconds
-        entry["wall_s"] += wall.get(nodeid, 0.0)
-        entry["tests"] += 1
-    by_cpu = lambda kv: -kv[1]["cpu_s"] if isinstance(kv[1], dict) else -kv[1]  # noqa: E731
-    return {"cpu_s": sum(cpu.values()), "wall_s": sum(wall.values()), "tests": len(cpu),
-            "files": dict(sorted(files.items(), key=by_cpu)),
-            "tests_by_cpu": {nodeid: {"cpu_s": seconds, "wall_s": wall.get(nodeid, 0.0)}
-                             for nodeid, seconds in sorted(cpu.items(), key=by_cpu)}}
 
 
 def pytest_sessionfinish(session):

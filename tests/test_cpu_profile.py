@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import cpu_profile
+from cpu_accounting import cpu_profile
 
 
 def test_profile_sums_per_file_and_sorts_by_cpu():
@@ -21,8 +21,8 @@ def test_profile_sums_per_file_and_sorts_by_cpu():
 def test_option_writes_the_file(tmp_path):
     (tmp_path / "test_two.py").write_text("def test_a():\n    pass\n\n\ndef test_b():\n"
                                           "    sum(range(10**6))\n")
-    conftest = (Path(__file__).parent / "conftest.py").read_text()
-    (tmp_path / "conftest.py").write_text(conftest)
+    for helper in ("conftest.py", "cpu_accounting.py"):
+        (tmp_path / helper).write_text((Path(__file__).parent / helper).read_text())
     (tmp_path / "mpi_launch.py").write_text("DATASETS_ROOT = None\n")
     out = tmp_path / "profile.json"
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
