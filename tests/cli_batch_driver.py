@@ -13,12 +13,12 @@ aborts the job) goes to the process's own stderr.
 import contextlib
 import io
 import json
-import os
 import sys
 from pathlib import Path
 
 sys.path[0] = str(Path(__file__).resolve().parents[1])  # tests/partitioning is not the package
 from gnnscale.cli.main import main  # noqa: E402
+from gnnscale.comm import env_rank  # noqa: E402
 
 
 def run_one(argv: list[str]) -> dict:
@@ -31,14 +31,7 @@ def run_one(argv: list[str]) -> dict:
     return {"returncode": int(code or 0), "stdout": out.getvalue(), "stderr": err.getvalue()}
 
 
-def rank_of_this_process() -> int:
-    for name in ("OMPI_COMM_WORLD_RANK", "PMIX_RANK"):
-        if name in os.environ:
-            return int(os.environ[name])
-    return 0
-
-
 if __name__ == "__main__":
     commands, out_dir = json.loads(Path(sys.argv[1]).read_text()), Path(sys.argv[2])
     results = [run_one(argv) for argv in commands]
-    (out_dir / f"rank-{rank_of_this_process()}.json").write_text(json.dumps(results))
+    (out_dir / f"rank-{env_rank()}.json").write_text(json.dumps(results))

@@ -13,8 +13,7 @@ def cpu_profile(cpu: dict, wall: dict) -> dict:
         entry["cpu_s"] += seconds
         entry["wall_s"] += wall.get(nodeid, 0.0)
         entry["tests"] += 1
-    by_cpu = lambda kv: -kv[1]["cpu_s"] if isinstance(kv[1], dict) else -kv[1]  # noqa: E731
     return {"cpu_s": sum(cpu.values()), "wall_s": sum(wall.values()), "tests": len(cpu),
-            "files": dict(sorted(files.items(), key=by_cpu)),
+            "files": dict(sorted(files.items(), key=lambda kv: -kv[1]["cpu_s"])),
             "tests_by_cpu": {nodeid: {"cpu_s": seconds, "wall_s": wall.get(nodeid, 0.0)}
-                             for nodeid, seconds in sorted(cpu.items(), key=by_cpu)}}
+                             for nodeid, seconds in sorted(cpu.items(), key=lambda kv: -kv[1])}}

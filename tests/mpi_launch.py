@@ -80,10 +80,15 @@ def run_python_mpi(nprocs: int, script: str | Path, args: list[str] = (), timeou
 def gnnscale_cli(nprocs: int | None, args: list[str], timeout: float = 300,
                  env: dict | None = None) -> subprocess.CompletedProcess:
     """Run the ``gnnscale`` CLI: plain (nprocs=None) or under mpirun."""
-    cli = [sys.executable, "-m", "gnnscale", *args]
+    return _launch(nprocs, [sys.executable, "-m", "gnnscale", *args], timeout, env)
+
+
+def _launch(nprocs: int | None, argv: list[str], timeout: float,
+            env: dict | None) -> subprocess.CompletedProcess:
+    """``argv`` plain (nprocs=None) or under ``mpirun -n nprocs``."""
     if nprocs is None:
-        return run_command(cli, timeout, env=mpi_env(env))
-    return run_mpi(nprocs, cli, timeout=timeout, env=env)
+        return run_command(argv, timeout, env=mpi_env(env))
+    return run_mpi(nprocs, argv, timeout=timeout, env=env)
 
 
 def gnnscale_cli_batch(nprocs: int | None, args_list: list[list[str]], timeout: float = 300,
@@ -102,8 +107,7 @@ def gnnscale_cli_batch(nprocs: int | None, args_list: list[list[str]], timeout: 
         commands = Path(folder) / "commands.json"
         commands.write_text(json.dumps([[str(a) for a in args] for args in args_list]))
         argv = [sys.executable, str(driver), str(commands), folder]
-        launch = (run_command(argv, timeout, env=mpi_env(env)) if nprocs is None
-                  else run_mpi(nprocs, argv, timeout=timeout, env=env))
+        launch = _launch(nprocs, argv, timeout, env)
         ranks = sorted(Path(folder).glob("rank-*.json"), key=lambda p: int(p.stem[5:]))
         if launch.returncode != 0 or len(ranks) != (nprocs or 1):
             return [launch] * len(args_list)

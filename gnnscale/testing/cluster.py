@@ -562,7 +562,7 @@ exec env -i HOME="$HOME" USER="$USER" LOGNAME="$LOGNAME" SHELL=/bin/sh LANG="${{
         cut-off job left behind), as rebooting a node would."""
         holders = {int((self.folder / f"{h.name}.pid").read_text()) for h in self.hosts}
         kill_until_gone(lambda: [pid for h in self.hosts for pid in self.processes(h.name)
-                                  if pid not in holders])
+                                 if pid not in holders])
 
     def processes(self, host: str) -> list[int]:
         """The ids of every process now running on ``host`` (its holder included)."""
