@@ -42,7 +42,9 @@ demo: venv
 # which a second worker fills. TEST_WORKERS=0 runs it in one process. PYTEST_ARGS adds options,
 # e.g. PYTEST_ARGS="--cpu-profile suite.json" (every test's CPU and wall seconds, as JSON).
 # First tools/slurm.sh installs Slurm where it can (root with apt-get) for the test that runs
-# the README's batch script; where it cannot, that test skips and says why.
+# the README's batch script; where it cannot, that test skips and says why. Then
+# tests/kernel_warmup.py compiles the numba kernels once, one process per core, so that the
+# suite's many processes load them from numba's cache instead of each compiling its own.
 # ($(MAKE) stays on a line of its own: `make -n test` runs such a line.)
 MAKE_START := $(shell date +%s)
 ELAPSED = $$(( $$(date +%s) - $(MAKE_START) )) s
@@ -50,6 +52,7 @@ TEST_WORKERS ?= 2
 PYTEST_ARGS ?=
 test: venv
 	@bash tools/slurm.sh || true
+	@$(BIN)/python tests/kernel_warmup.py
 	PATH=$(CURDIR)/$(BIN):$$PATH OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -p no:cacheprovider \
 		-n $(TEST_WORKERS) --dist loadfile --durations=10 $(PYTEST_ARGS) tests || { echo "make test: FAILED after $(ELAPSED)"; exit 1; }
 	@$(MAKE) --no-print-directory dgl-test || { echo "make test: FAILED after $(ELAPSED)"; exit 1; }
