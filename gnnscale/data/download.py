@@ -70,7 +70,7 @@ def download_dataset(name: str, root, *, base_url: str | None = None, progress: 
     staging = root / STAGING / entry.name
     created = [p for p in (staging.parent, *staging.parent.parents) if not p.exists()]
     try:
-        staging.parent.mkdir(parents=True, exist_ok=True)
+        make_folder(staging.parent)
     except OSError as exc:
         _remove_empty_folders(staging.parent, created)
         raise DataError(f"cannot create {staging.parent} ({exc.strerror or exc})") from None
@@ -92,6 +92,20 @@ def download_dataset(name: str, root, *, base_url: str | None = None, progress: 
     finally:
         _remove_empty_folders(staging.parent, [staging.parent, *created])
     return final
+
+
+def make_folder(path: Path, tries: int = 100) -> None:
+    """``path.mkdir(parents=True, exist_ok=True)`` while another download may remove the same
+    empty folder: a folder that existed when made but was gone when checked is made again
+    (``Path.mkdir`` raises ``FileExistsError`` then)."""
+    for _ in range(tries - 1):
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            return
+        except FileExistsError:
+            if path.exists() and not path.is_dir():
+                raise
+    path.mkdir(parents=True, exist_ok=True)
 
 
 def _remove_empty_folders(top: Path, folders) -> None:
@@ -233,7 +247,7 @@ def _locked(path: Path):
     import fcntl
 
     while True:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_folder(path.parent)
         try:
             handle = path.open("a")
         except FileNotFoundError:  # the folder went empty and was removed: make it again

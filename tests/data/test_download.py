@@ -8,12 +8,13 @@ a closed local port unless a test passes its mirror's URL).
 import hashlib
 import shutil
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from gnnscale.data import generate_sbm, load_dataset
-from gnnscale.data.download import STAGING, download_dataset
+from gnnscale.data.download import STAGING, download_dataset, make_folder
 from gnnscale.data.registry import BASE_URL_ENV
 from gnnscale.errors import DataError
 
@@ -217,6 +218,26 @@ def test_base_url_from_the_environment(tmp_path, mirror, monkeypatch):
     monkeypatch.setenv(BASE_URL_ENV, mirror.url + "/")
     download_dataset("facebook-combined", tmp_path, progress=False)
     assert mirror.requests == [("snap/facebook_combined.txt.gz", None)]
+
+
+def test_a_folder_another_download_removes_while_it_is_made_is_made_again(tmp_path,
+                                                                          monkeypatch):
+    # Path.mkdir(exist_ok=True) raises FileExistsError when the folder existed at os.mkdir but
+    # was gone when it checked: a finished download removes the empty staging folder
+    real, raised = Path.mkdir, []
+
+    def racing_mkdir(self, *args, **kwargs):
+        if not raised:
+            raised.append(self)
+            raise FileExistsError(17, "File exists")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", racing_mkdir)
+    make_folder(tmp_path / "a" / "b")
+    assert raised == [tmp_path / "a" / "b"] and (tmp_path / "a" / "b").is_dir()
+    (tmp_path / "file").write_text("")
+    with pytest.raises(FileExistsError):
+        make_folder(tmp_path / "file")
 
 
 def test_concurrent_downloads_of_one_dataset_fetch_each_file_once(tmp_path, mirror):
