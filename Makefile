@@ -5,6 +5,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
+# Python writes the bytecode of gnnscale's modules (in ignored __pycache__ folders) even where
+# the environment says not to: without it every process compiles about 100 modules from source
+# again, about 0.6 CPU-s per process, and the suite starts hundreds of them.
+unexport PYTHONDONTWRITEBYTECODE
 
 # The DGL environment: DGL 2.1.0 (the newest on PyPI) runs only with torch <= 2.2.1 and numpy < 2,
 # so DGL interop and a 2-rank training smoke test run in a second virtual environment, built
