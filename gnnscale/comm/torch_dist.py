@@ -40,6 +40,10 @@ from .guard import (CallSignature, FailureBoard, Guard, StoreFailureBoard, resol
 from .guarded import GuardedCommunicator
 from .launch import LaunchInfo, detect_launch, slurm_rendezvous
 
+#: seconds a rank that lost a peer's connection waits before it reports the failure and
+#: aborts the job, so that the launcher, which sees the dead process too, names it first
+LAUNCHER_FIRST_S = 2.0
+
 _REDUCE_OPS = {"sum": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX, "min": dist.ReduceOp.MIN}
 
 
@@ -215,6 +219,10 @@ class TorchCommunicator(GuardedCommunicator):
     def _raise_failed(self, what, exc: Exception) -> None:
         self.guard._last_poll = 0.0  # read the board now: a notice names the failed rank
         self.guard.poll_board(what)
+        # A peer's process is gone (gloo sees its connections close at once). Give the launcher
+        # a moment to see it too: it then names that rank and its signal and ends the job, this
+        # rank included. Aborting at once would have the launcher name this rank instead.
+        time.sleep(LAUNCHER_FIRST_S)
         raise CommError(f"rank {self.guard.rank}: {what()} failed: {exc} (a rank has probably "
                         f"died; the launcher's log names it)") from exc
 
