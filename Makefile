@@ -43,7 +43,9 @@ demo: venv
 # pytest lists the 10 slowest tests and the 10 that used the most CPU, and the last line is the
 # total time. The suite runs in TEST_WORKERS processes (pytest-xdist), a test file per worker at
 # a time (module fixtures are built once): much of it waits on launches, sockets and timeouts,
-# which a second worker fills. TEST_WORKERS=0 runs it in one process. PYTEST_ARGS adds options,
+# which a second worker fills; the files run longest first, by the committed profile
+# benchmarks/results/test_suite_cpu.json (tests/conftest.py), so that no long file is left for
+# the end. TEST_WORKERS=0 runs it in one process. PYTEST_ARGS adds options,
 # e.g. PYTEST_ARGS="--cpu-profile suite.json" (every test's CPU and wall seconds, as JSON).
 # First tools/slurm.sh installs Slurm where it can (root with apt-get) for the test that runs
 # the README's batch script; where it cannot, that test skips and says why. Then
@@ -58,7 +60,7 @@ test: venv
 	@bash tools/slurm.sh || true
 	@$(BIN)/python tests/kernel_warmup.py
 	PATH=$(CURDIR)/$(BIN):$$PATH OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -p no:cacheprovider \
-		-n $(TEST_WORKERS) --dist loadfile --durations=10 $(PYTEST_ARGS) tests || { echo "make test: FAILED after $(ELAPSED)"; exit 1; }
+		-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=10 $(PYTEST_ARGS) tests || { echo "make test: FAILED after $(ELAPSED)"; exit 1; }
 	@$(MAKE) --no-print-directory dgl-test || { echo "make test: FAILED after $(ELAPSED)"; exit 1; }
 	@echo "make test: passed in $(ELAPSED)"
 

@@ -1,7 +1,9 @@
 """Shared test fixtures (where the real datasets are), and the suite's own accounting: at the
 end of a run, the tests that used the most CPU time, their own and their subprocesses' (every
 ``mpirun`` rank a test starts counts for it), beside pytest's ``--durations`` (wall time);
-``--cpu-profile FILE`` writes every test's CPU and wall seconds, and each file's, as JSON."""
+``--cpu-profile FILE`` writes every test's CPU and wall seconds, and each file's, as JSON. The
+files run longest first, by the committed profile ``benchmarks/results/test_suite_cpu.json``
+(``make test`` keeps pytest-xdist from reordering them)."""
 
 from __future__ import annotations
 
@@ -12,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from cpu_accounting import cpu_profile
-from mpi_launch import DATASETS_ROOT
+from cpu_accounting import cpu_profile, longest_files_first
+from mpi_launch import DATASETS_ROOT, REPO_ROOT
+
+SUITE_PROFILE = REPO_ROOT / "benchmarks" / "results" / "test_suite_cpu.json"
 
 CPU_REPORT_LINES = 10
 _cpu_seconds: dict[str, float] = {}
@@ -24,6 +28,11 @@ def pytest_addoption(parser):
     parser.addoption("--cpu-profile", metavar="FILE", default=None,
                      help="write each test's and each file's CPU seconds (its own and its "
                           "subprocesses') and wall seconds to FILE as JSON")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    profile = json.loads(SUITE_PROFILE.read_text()) if SUITE_PROFILE.is_file() else None
+    items[:] = [items[i] for i in longest_files_first([item.nodeid for item in items], profile)]
 
 
 @pytest.fixture(scope="session")
