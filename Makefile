@@ -7,7 +7,7 @@ export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 # Python writes the bytecode of gnnscale's modules (in ignored __pycache__ folders) even where
 # the environment says not to: without it every process compiles about 100 modules from source
-# again, about 0.6 CPU-s per process, and the suite starts hundreds of them.
+# again, and the suite starts hundreds of processes (docs/test-suite.md).
 unexport PYTHONDONTWRITEBYTECODE
 
 # The DGL environment: DGL 2.1.0 (the newest on PyPI) runs only with torch <= 2.2.1 and numpy < 2,
@@ -44,9 +44,9 @@ demo: venv
 # slowest tests and the 10 that used the most CPU, and the last line is the total time. The
 # suite runs in TEST_WORKERS processes (pytest-xdist), a test file per worker at a time (module
 # fixtures are built once): much of it waits on launches, sockets and timeouts, which the other
-# workers fill (3 on a 2-core host keeps the cores busier than 2; docs/test-suite.md); the files run longest first, by the committed profile
-# benchmarks/results/test_suite_cpu.json (tests/conftest.py), so that no long file is left for
-# the end. TEST_WORKERS=0 runs it in one process. PYTEST_ARGS adds options,
+# workers fill (3 on a 2-core host keeps the cores busier than 2; docs/test-suite.md); the files
+# run longest first, by the committed profile benchmarks/results/test_suite_cpu.json
+# (tests/conftest.py), so that no long file is left for the end. TEST_WORKERS=0 runs it in one process. PYTEST_ARGS adds options,
 # e.g. PYTEST_ARGS="--cpu-profile suite.json" (every test's CPU and wall seconds, as JSON).
 # First tools/slurm.sh installs Slurm where it can (root with apt-get) for the test that runs
 # the README's batch script; where it cannot, that test skips and says why. Then
