@@ -119,6 +119,7 @@ def warm(manifest: Path, jobs: int) -> tuple[int, list[str]]:
 
 def cached_kernels():
     """Every numba dispatcher with ``cache=True`` defined in the repository's packages."""
+    from numba.core.caching import NullCache
     from numba.core.dispatcher import Dispatcher
 
     for package in PACKAGES:
@@ -132,7 +133,7 @@ def cached_kernels():
                 continue
             for name, value in vars(module).items():
                 if (isinstance(value, Dispatcher) and value.__module__ == info.name
-                        and value._cache.__class__.__name__ != "NullCache"):
+                        and not isinstance(value._cache, NullCache)):
                     yield info.name, name, value
 
 
