@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import atexit
 import datetime
+import gc
 import os
 import pickle
 import socket
 import threading
 import time
+import weakref
 from typing import Any, Sequence
 
 import numpy as np
@@ -44,6 +46,7 @@ from .launch import LaunchInfo, detect_launch, slurm_rendezvous
 #: aborts the job, so that the launcher, which sees the dead process too, names it first
 LAUNCHER_FIRST_S = 2.0
 
+_LIVE: "weakref.WeakSet[TorchCommunicator]" = weakref.WeakSet()  # released by _destroy
 _REDUCE_OPS = {"sum": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX, "min": dist.ReduceOp.MIN}
 
 
@@ -122,6 +125,7 @@ class TorchCommunicator(GuardedCommunicator):
     def __init__(self, group, global_ranks: Sequence[int], guard: Guard, signatures=None,
                  mpi_comm=None, name: str = "world"):
         self.group = group
+        _LIVE.add(self)
         self._global_ranks = list(global_ranks)
         self._rank = dist.get_rank(group)
         self._size = len(self._global_ranks)
@@ -352,14 +356,27 @@ def _completion_event(work):
     return event.wait
 
 
-def _destroy() -> None:
-    """Tear the process group down before interpreter exit (gloo threads crash otherwise).
+def _release_groups() -> None:
+    """Drop every communicator's references to its process groups, so that each gloo group's
+    destructor runs now and joins its worker threads (``destroy_process_group`` only
+    unregisters a group; its threads live as long as a Python object refers to it)."""
+    for comm in list(_LIVE):
+        comm.group = None
+        if isinstance(comm._signatures, _GlooSignatures):
+            comm._signatures.group = None
+    _LIVE.clear()
+    gc.collect()
 
-    A gloo worker thread drops its last work item (and the tensors in it) just after
-    completing it; if that drop runs while the interpreter is finalising, it aborts the
-    process ("terminate called without an active exception", seen after the overlapped
-    gradient allreduce). One last barrier first, bounded by a timeout, lets both worker threads
-    finish with every earlier item while Python is still alive.
+
+def _destroy() -> None:
+    """Tear the process groups down before interpreter exit (gloo threads crash otherwise).
+
+    A gloo worker thread drops a work item (and the tensors in it) just after completing it, so
+    after the waiter has returned; if that drop runs while the interpreter is finalising, it
+    aborts the process ("terminate called without an active exception", seen after the
+    overlapped gradient allreduce and after a resumed run's last epoch). One last barrier,
+    bounded by a timeout, lets the peers finish; then every group is destroyed and released, so
+    its worker threads are joined while Python is still alive.
     """
     if dist.is_available() and dist.is_initialized():
         try:
@@ -371,3 +388,4 @@ def _destroy() -> None:
             dist.destroy_process_group()
         except Exception:
             pass
+    _release_groups()
