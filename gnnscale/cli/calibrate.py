@@ -301,7 +301,10 @@ def shared_memory_constants(timeout: float = 300, costs=None) -> dict:
         if costs is not None:
             costs.save(Path(folder) / "constants.json")
             cmd.append(str(Path(folder) / "constants.json"))
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        # run from the folder holding this gnnscale, so the ranks import this package (and its
+        # compiled kernels), never a checkout that happens to be the working directory
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
+                              cwd=Path(__file__).resolve().parents[2])
     if done.returncode != 0:
         raise RuntimeError(f"alltoallv calibration failed: {done.stderr.strip()[-500:]}")
     result = json.loads(done.stdout.strip().splitlines()[-1])

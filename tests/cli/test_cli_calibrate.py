@@ -89,3 +89,15 @@ def test_long_calls_are_repeated_three_times_short_ones_five(durations, calls, m
     assert cal._median_time(lambda: made.append(1)) == pytest.approx(
         sorted((durations * 5)[:calls - 1])[(calls - 1) // 2])
     assert len(made) == calls
+
+
+def test_the_alltoallv_ranks_import_this_gnnscale_from_any_working_directory(tmp_path,
+                                                                             monkeypatch):
+    """A real 2-rank mpirun started from a folder holding another ``gnnscale`` (a checkout
+    beside the installed one): its ranks still run this package and its compiled kernels."""
+    impostor = tmp_path / "gnnscale"
+    impostor.mkdir()
+    (impostor / "__init__.py").write_text("raise ImportError('not this gnnscale')\n")
+    monkeypatch.chdir(tmp_path)
+    fitted = cal.shared_memory_constants(timeout=120)
+    assert fitted["shm_alpha"] > 0 and fitted["shm_beta"] >= 0, fitted
