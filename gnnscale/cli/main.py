@@ -9,6 +9,7 @@ only :func:`main` can see to.
 from __future__ import annotations
 
 import importlib
+import signal
 import sys
 
 from . import EXIT_INTERRUPTED
@@ -79,7 +80,32 @@ def _main(argv) -> int:
             check_outputs(outputs(args))
         except user_error_types() as exc:
             return refuse(f"gnnscale {args.command}: error: {exc}")
+    _load_holding_interrupts(getattr(args, "compiled_modules", lambda _args: ())(args))
     return run_entry_point(args.func, args)
+
+
+def _load_holding_interrupts(modules) -> None:
+    """Import ``modules`` (torch, for the commands that train) with SIGINT held back.
+
+    A KeyboardInterrupt raised while torch initialises its compiled extension (Python code that
+    C++ calls back through pybind11) aborts the interpreter ("terminate called after throwing
+    an instance of 'pybind11::error_already_set'", exit -6). Held back by this thread's signal
+    mask, a Ctrl-C in that window arrives as the mask is restored, where Python raises it as
+    the KeyboardInterrupt :func:`main` turns into exit code 130. Threads started meanwhile
+    inherit the mask, so the signal still comes to this thread.
+    """
+    if not modules:
+        return
+    if not hasattr(signal, "pthread_sigmask"):  # no signal masks on this platform
+        for name in modules:
+            importlib.import_module(name)
+        return
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        for name in modules:
+            importlib.import_module(name)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 if __name__ == "__main__":

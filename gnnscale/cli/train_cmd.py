@@ -28,7 +28,8 @@ def add_parser(subparsers) -> None:
     memory_check.add_memory_plan_argument(p)
     add_evaluation_arguments(p)
     add_output_arguments(p)
-    p.set_defaults(func=run, check=check_arguments, outputs=outputs)
+    p.set_defaults(func=run, check=check_arguments, outputs=outputs,
+                   compiled_modules=lambda _args: ("torch",))
 
 
 def outputs(args) -> list[tuple]:

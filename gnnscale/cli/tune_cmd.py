@@ -94,7 +94,8 @@ def add_parser(subparsers) -> None:
     out.add_argument("--no-plot", action="store_true", help="skip the PNG")
     out.add_argument("--no-progress", action="store_true",
                      help="no progress bar (there is one only when stderr is a terminal)")
-    p.set_defaults(func=run, outputs=outputs)
+    p.set_defaults(func=run, outputs=outputs,
+                   compiled_modules=lambda args: ("torch",) if args.calibrate else ())
 
 
 def output_path(args, suffix: str) -> Path:

@@ -115,6 +115,28 @@ def test_ctrl_c_while_modules_load_prints_no_traceback(delay_s, tmp_path):
     assert "epoch" not in out  # it stopped before training started
 
 
+def test_ctrl_c_during_a_compiled_modules_import_arrives_after_it(tmp_path):
+    """train loads torch with SIGINT held back (a KeyboardInterrupt inside torch's pybind11
+    initialisation aborts the interpreter): a Ctrl-C in that window lets the import finish,
+    then arrives as a KeyboardInterrupt."""
+    (tmp_path / "interrupted_import.py").write_text(
+        "import os, signal, time\n"
+        "os.kill(os.getpid(), signal.SIGINT)\n"
+        "time.sleep(0.2)  # where an unheld interrupt would land\n")
+    code = ("import sys\n"
+            f"sys.path.insert(0, {str(tmp_path)!r})\n"
+            "from gnnscale.cli.main import _load_holding_interrupts\n"
+            "try:\n"
+            "    _load_holding_interrupts(['interrupted_import'])\n"
+            "    print('not interrupted')\n"
+            "except KeyboardInterrupt:\n"
+            "    print('interrupted after the import', 'interrupted_import' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=REPO_ROOT, timeout=60, preexec_fn=at_a_terminal)
+    assert done.stdout.strip() == "interrupted after the import True", (done.stdout,
+                                                                        done.stderr)
+
+
 def test_the_console_entry_point_module_loads_no_heavy_modules():
     """The console script imports gnnscale.cli.main before calling main(): torch loading
     there would be outside main's Ctrl-C handling."""
