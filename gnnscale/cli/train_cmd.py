@@ -60,6 +60,24 @@ def check_arguments(args) -> None:
 
 
 def run(args) -> int:
+    # Ctrl-C is remembered from here on (_stop): an interrupt whose KeyboardInterrupt is dropped
+    # in a callback while the job is set up still stops it, at the first epoch's end at the
+    # latest
+    _signalled.clear()
+    on_int = signal.getsignal(signal.SIGINT)
+    if on_int is not signal.SIG_IGN:  # a job started in the background keeps ignoring it
+        signal.signal(signal.SIGINT, _stop)
+    on_unraisable = sys.unraisablehook
+    sys.unraisablehook = _quiet_interrupt(on_unraisable)
+    try:
+        return _run(args)
+    finally:
+        if on_int is not signal.SIG_IGN:
+            signal.signal(signal.SIGINT, on_int)
+        sys.unraisablehook = on_unraisable
+
+
+def _run(args) -> int:
     import torch
 
     from .. import comm as comm_module
@@ -85,15 +103,11 @@ def run(args) -> int:
     writer = MetricsWriter(args.metrics_out, comm,
                            start=[r.to_json() for r in trainer.history])
     saved = [resumed_from] if resumed_from else []  # epochs of the checkpoints on disk
-    on_int = signal.getsignal(signal.SIGINT)
-    if on_int is not signal.SIG_IGN:  # a job started in the background keeps ignoring it
-        signal.signal(signal.SIGINT, _stop)
     # Open MPI's launcher passes Ctrl-C on to the ranks as SIGTERM: training stops as for Ctrl-C
     on_term = signal.signal(signal.SIGTERM, _stop) if comm.size > 1 else None
-    on_unraisable = sys.unraisablehook
-    sys.unraisablehook = _quiet_interrupt(on_unraisable)
-    _signalled.clear()
     try:
+        if _signalled:  # a Ctrl-C while the job was set up, its KeyboardInterrupt dropped
+            raise KeyboardInterrupt
         records = _train_with_progress(trainer, args, comm, writer, metric, saved)
     except BaseException as exc:
         if not interrupted(exc):
@@ -104,11 +118,8 @@ def run(args) -> int:
         writer.close()
         raise KeyboardInterrupt from None
     finally:
-        if on_int is not signal.SIG_IGN:
-            signal.signal(signal.SIGINT, on_int)
         if on_term is not None:
             signal.signal(signal.SIGTERM, on_term)
-        sys.unraisablehook = on_unraisable
     if problem.graph.staleness is not None:
         problem.graph.staleness.close()  # complete exchanges still in flight (collective)
     if args.predictions_out:
@@ -150,8 +161,8 @@ def _stop(signum, frame):
 
 
 def _quiet_interrupt(report):
-    """``sys.unraisablehook`` while training: a KeyboardInterrupt dropped in a callback is not
-    reported (the epoch's end stops training for it); anything else goes to ``report``, the
+    """``sys.unraisablehook`` while ``train`` runs: a KeyboardInterrupt dropped in a callback is
+    not reported (the epoch's end stops training for it); anything else goes to ``report``, the
     hook that was in place."""
     def hook(unraisable) -> None:
         if not isinstance(unraisable.exc_value, KeyboardInterrupt):
