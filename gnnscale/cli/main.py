@@ -98,12 +98,12 @@ def _load_holding_interrupts(modules) -> None:
         return
     if not hasattr(signal, "pthread_sigmask"):  # no signal masks on this platform
         for name in modules:
-            importlib.import_module(name)
+            __import__(name)
         return
     held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         for name in modules:
-            importlib.import_module(name)
+            __import__(name)
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
