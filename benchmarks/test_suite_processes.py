@@ -1,8 +1,9 @@
 """How many Python processes `make test` starts, and what they cost: the log that
 ``tools/process_log/sitecustomize.py`` writes, summed up per test file, as a Markdown table.
 
-    PYTHONPATH=$PWD/tools/process_log PROCESS_LOG=$PWD/benchmarks/results/test_suite_processes.tsv \\
-        make test
+    cp tools/process_log/sitecustomize.py .venv/lib/python3*/site-packages/
+    PROCESS_LOG=$PWD/benchmarks/results/test_suite_processes.tsv make test
+    rm .venv/lib/python3*/site-packages/sitecustomize.py
     .venv/bin/python benchmarks/test_suite_processes.py benchmarks/results/test_suite_processes.tsv
 
 Every rank of a launch is a process; a process that imported torch pays its start-up (about

@@ -1,13 +1,16 @@
-"""Logs every Python process the test suite starts: put this folder on PYTHONPATH and name a
-file in PROCESS_LOG, and each process appends one line as it exits (a process killed by a
-signal or ending in os._exit or MPI_Abort writes none):
+"""Logs every Python process the test suite starts: copied into the environment's
+site-packages (or with this folder on PYTHONPATH, which the README test clears for its
+commands), with a file named in PROCESS_LOG, each process appends one line as it exits (a
+process killed by a signal or ending in os._exit or MPI_Abort writes none):
 
     PID <tab> CPU seconds <tab> wall seconds <tab> imported torch (0/1) <tab> command <tab> test
 
 the test being pytest's PYTEST_CURRENT_TEST, which the processes a test starts inherit.
 ``benchmarks/test_suite_processes.py`` sums the log up (docs/test-suite.md)::
 
-    PYTHONPATH=$PWD/tools/process_log PROCESS_LOG=/tmp/processes.tsv make test
+    cp tools/process_log/sitecustomize.py .venv/lib/python3*/site-packages/
+    PROCESS_LOG=/tmp/processes.tsv make test
+    rm .venv/lib/python3*/site-packages/sitecustomize.py
 """
 
 import os
