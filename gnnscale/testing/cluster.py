@@ -267,6 +267,13 @@ class VirtualCluster:
             raise ClusterError(f"no host {name!r} in cluster {self.name} (hosts: "
                                f"{', '.join(h.name for h in self.hosts)})") from None
 
+    def host_tmp(self, name: str) -> Path:
+        """Host ``name``'s temporary folder (``TMPDIR`` of what starts there through the agent),
+        as each node of a cluster has its own ``/tmp``: a daemon killed on one host leaves its
+        session folder there, where no later daemon that happens to get its process id finds
+        it, and the cluster's removal takes it away."""
+        return self.folder / f"{self.host(name).name}.tmp"
+
     def host_disk(self, name: str) -> Path:
         """Host ``name``'s own folder, as the machine sees it (the host sees it at local_dir)."""
         return self.host(name).disk
@@ -320,11 +327,13 @@ class VirtualCluster:
         (self.folder / "hosts").write_text("\n".join(lines) + "\n")
         for host in self.hosts:
             host.disk.mkdir(parents=True)
+            self.host_tmp(host.name).mkdir()
         self._write_agent()
 
     def _write_agent(self) -> None:
         """The ssh stand-in: ``agent [ssh options] HOST COMMAND...`` runs COMMAND on HOST."""
         cases = "\n".join(f'  {h.name}|{h.address}) pidfile="{self.folder}/{h.name}.pid"; '
+                          f'tmpdir="{self.host_tmp(h.name)}"; '
                           f'cpus="{self._cpus(i) or ""}";;' for i, h in enumerate(self.hosts))
         self.agent.write_text(f"""#!/bin/sh
 # ssh stand-in for the virtual cluster {self.name}: agent [ssh options] HOST COMMAND...
@@ -344,9 +353,10 @@ case "$host" in
 esac
 pid=$(cat "$pidfile" 2>/dev/null) || {{ echo "virtual cluster {self.name}: host '$host' is down" >&2; exit 255; }}
 # as ssh does: a login environment, not the caller's (mpirun -x forwards what ranks need),
-# on the host's own cores where the cluster gives each host its own
+# on the host's own cores where the cluster gives each host its own, with the host's own
+# temporary folder (Open MPI's daemons keep their session folders there)
 exec env -i HOME="$HOME" USER="$USER" LOGNAME="$LOGNAME" SHELL=/bin/sh LANG="${{LANG:-C.UTF-8}}" \
-  PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+  PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin TMPDIR="$tmpdir" \
   ${{cpus:+taskset -c $cpus}} nsenter -t "$pid" -n -u -m -- /bin/sh -c "$*"
 """)
         self.agent.chmod(0o755)

@@ -82,6 +82,20 @@ def test_hosts_are_separate_machines_on_one_bridge(cluster):
     assert not os.path.exists("/dev/shm/gnnscale-vc-test")  # the machine's own is untouched
 
 
+def test_each_host_has_its_own_temporary_folder(cluster):
+    """What starts on a host through the agent (Open MPI's daemons) gets the host's own
+    TMPDIR: a daemon killed there leaves its session folder where no later daemon with the same
+    process id (ids wrap at 32768 here) finds it, and the cluster's removal takes it away."""
+    for host in cluster.hosts:
+        done = subprocess.run([str(cluster.agent), "-x", host.name, "echo", "$TMPDIR"],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == str(cluster.host_tmp(host.name)), done.stdout
+        assert cluster.host_tmp(host.name).is_dir()
+    assert cluster.host_tmp("node0") != cluster.host_tmp("node1")
+    assert cluster.host_tmp("node0").parent == cluster.folder  # removed with the cluster
+
+
 def test_a_shaped_link_holds_its_rate(cluster):
     cluster.set_rate("node0", "100mbit")
     try:
