@@ -15,7 +15,8 @@ lives in, the way a process on a real node lives on that node:
   cluster's :attr:`VirtualCluster.local_dir` shows, on each host, that host's own folder
   (:meth:`VirtualCluster.host_disk`), as ``/scratch`` on a real node shows that node's disk.
   Everything else (the checkout, the virtual environment, ``/tmp``) is the machine's, as a
-  shared file system is on a real cluster.
+  shared file system is on a real cluster; what starts on a host through the agent (Open
+  MPI's daemons and their ranks) has the host's own ``TMPDIR`` (:meth:`VirtualCluster.host_tmp`).
 
 A host's link can be given a rate (``tc qdisc ... tbf`` on both ends of its veth pair, so the
 rate holds for what it sends and what it receives, as a NIC's does), changed while a job runs
