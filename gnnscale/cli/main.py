@@ -94,18 +94,14 @@ def _load_holding_interrupts(modules) -> None:
     the KeyboardInterrupt :func:`main` turns into exit code 130. Threads started meanwhile
     inherit the mask, so the signal still comes to this thread.
     """
-    if not modules:
-        return
-    if not hasattr(signal, "pthread_sigmask"):  # no signal masks on this platform
-        for name in modules:
-            __import__(name)
-        return
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    masks = bool(modules) and hasattr(signal, "pthread_sigmask")  # none on some platforms
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if masks else None
     try:
         for name in modules:
             __import__(name)
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        if masks:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 if __name__ == "__main__":
