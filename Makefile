@@ -43,13 +43,14 @@ demo: venv
 
 # `make test`: the main suite in .venv and, beside it, the DGL tests (tools/dgl_test.sh, output
 # in build/dgl-test.log, printed after the suite; started after the kernel warm-up, so that they
-# fill the suite's idle moments instead of slowing the warm-up); either failing fails. pytest lists the 10
-# slowest tests and the 10 that used the most CPU, and the last line is the total time. The
-# suite runs in TEST_WORKERS processes (pytest-xdist), a test file per worker at a time (module
-# fixtures are built once): much of it waits on launches, sockets and timeouts, which the other
-# workers fill (3 on a 2-core host keeps the cores busier than 2; docs/test-suite.md); the files
-# run longest first, by the committed profile benchmarks/results/test_suite_cpu.json
-# (tests/conftest.py), so that no long file is left for the end. TEST_WORKERS=0 runs it in one process. PYTEST_ARGS adds options,
+# fill the suite's idle moments instead of slowing the warm-up); either failing fails. pytest
+# lists the 10 slowest tests and the 10 that used the most CPU, and the last line is the total
+# time. The suite runs in TEST_WORKERS processes (pytest-xdist), a test file per worker at a
+# time (module fixtures are built once): much of it waits on launches, sockets and timeouts,
+# which the other workers fill (3 on a 2-core host keeps the cores busier than 2;
+# docs/test-suite.md); the files run longest first, by the committed profile
+# benchmarks/results/test_suite_cpu.json (tests/conftest.py), so that no long file is left for
+# the end. TEST_WORKERS=0 runs it in one process. PYTEST_ARGS adds options,
 # e.g. PYTEST_ARGS="--cpu-profile suite.json" (every test's CPU and wall seconds, as JSON).
 # First tools/slurm.sh installs Slurm where it can (root with apt-get) for the test that runs
 # the README's batch script; where it cannot, that test skips and says why. Then
