@@ -111,8 +111,10 @@ def init(backend: str = "auto", *, timeout: float | None = None, check: bool | N
 
 def _mpi_world_size() -> int | None:
     """How many ranks MPI's world holds (None when mpi4py cannot load an MPI library)."""
+    from .mpi_library import load_mpi
+
     try:
-        from mpi4py import MPI
+        MPI = load_mpi()
     except ImportError:
         return None
     return MPI.COMM_WORLD.Get_size()

@@ -40,6 +40,7 @@ from .guard import (CallSignature, CollectiveMismatchError, FailureBoard, Guard,
                     MPIFailureBoard, PeerFailedError, exchange_length, fused_payload_bytes,
                     signature_length)
 from .guarded import GuardedCommunicator
+from .mpi_library import load_mpi
 from .ring import ring_allreduce
 from .shm import SharedBuffer, shm_allreduce, shm_available
 from .worker import CommWorker
@@ -57,9 +58,7 @@ _NUMPY_NATIVE = {torch.float32: np.float32, torch.float64: np.float64, torch.int
 
 
 def _mpi():
-    from mpi4py import MPI  # imported lazily: plain `python` runs never load MPI
-
-    return MPI
+    return load_mpi()
 
 
 def _as_numpy(tensor: torch.Tensor) -> np.ndarray:

@@ -41,6 +41,7 @@ from .guard import (CallSignature, FailureBoard, Guard, StoreFailureBoard, resol
                     resolve_timeout, signature_length)
 from .guarded import GuardedCommunicator
 from .launch import LaunchInfo, detect_launch, slurm_rendezvous
+from .mpi_library import load_mpi
 
 #: seconds a rank that lost a peer's connection waits before it reports the failure and
 #: aborts the job, so that the launcher, which sees the dead process too, names it first
@@ -53,7 +54,7 @@ _REDUCE_OPS = {"sum": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX, "min": dist.R
 def _mpi_world():
     """``MPI.COMM_WORLD`` if mpi4py is usable in this job (launched by an MPI launcher)."""
     try:
-        from mpi4py import MPI
+        MPI = load_mpi()
     except ImportError:
         return None
     return MPI.COMM_WORLD

@@ -33,9 +33,9 @@ class MPIFailureBoard(FailureBoard):
     SIZE = 4096
 
     def __init__(self, mpi_comm):
-        from mpi4py import MPI
+        from ..mpi_library import load_mpi
 
-        self._MPI = MPI
+        self._MPI = MPI = load_mpi()
         self._comm = mpi_comm.Dup()
         self._rank = self._comm.Get_rank()
         self._buffer = bytearray(self.SIZE)
