@@ -88,6 +88,14 @@ def fresh_copy(target: Path) -> Path:
         if source.is_file():
             (target / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target / name)  # mtimes kept: make sees .venv up to date
+    # the compiled kernels too (numba's cache, valid while the sources' mtimes are): a block
+    # that imports the copy's gnnscale (`python -c`) would otherwise compile every kernel again
+    # (about 35 CPU-s), which the suite does once (tests/kernel_warmup.py)
+    for package in ("gnnscale", "partitioning", "planning"):
+        for cached in (REPO_ROOT / package).rglob("__pycache__/*.nb[ic]"):
+            copied = target / cached.relative_to(REPO_ROOT)
+            copied.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(cached, copied)
     (target / ".venv").symlink_to(REPO_ROOT / ".venv")
     (target / "hosts").write_text("localhost slots=64\n")
     return target
