@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from contextlib import contextmanager
 
 DEFAULT_CHECKPOINT_EVERY = 10
 
@@ -109,7 +110,9 @@ def balance_params(balance, method: str, option: str) -> dict:
 
 
 def add_dataset_arguments(parser, default_dataset: str = "sbm") -> None:
-    """``--dataset``, ``--data-root``, ``--num-nodes``, ``--split``, ``--dataset-option``."""
+    """``--dataset``, ``--data-root``, ``--num-nodes``, ``--split``, ``--dataset-option``; the
+    dataset is checked before the command runs (``inputs``: :func:`check_dataset`)."""
+    parser.set_defaults(inputs=check_dataset)
     data = parser.add_argument_group("data")
     data.add_argument("--dataset", default=default_dataset,
                       help="dataset name (cora, citeseer, tolokers, facebook-combined, sbm, rmat, "
@@ -293,14 +296,42 @@ def add_training_arguments(parser, default_dataset: str = "sbm",
 def load_graph(args):
     """Load the dataset the shared data arguments name (downloading it with ``--download``)."""
     from ..data import load_dataset
-    from ..errors import DataError, DatasetNotFoundError
 
     options = dict(args.dataset_option or [])
     if args.num_nodes:
         options["num_nodes"] = args.num_nodes
-    try:
+    with _in_command_line_words():
         return load_dataset(args.dataset, root=data_root_for(args), split=args.split, **options)
-    except DatasetNotFoundError as exc:  # say it in the command line's words
+
+
+def check_dataset(args) -> None:
+    """Refuse (:class:`~gnnscale.errors.DataError`, the message loading would give) an unknown
+    dataset name, a known one missing from the data root, a path that does not exist or holds
+    no dataset in a known layout, without loading anything: what :func:`load_graph` will load
+    is found by the loaders' own rules (:func:`gnnscale.data.load.find_source`). Nothing to
+    check with ``--partitions`` (the dataset is not read) or for a name ``--download`` fetches
+    first. A sub-command's ``inputs``, run by :func:`gnnscale.cli.main.main` before it loads
+    torch."""
+    from ..data.load import find_source
+
+    if getattr(args, "partitions", None):
+        return
+    root = resolve_data_root(args)
+    if _to_download(args, root):
+        return
+    with _in_command_line_words():
+        find_source(args.dataset, root)
+
+
+@contextmanager
+def _in_command_line_words():
+    """A known dataset missing from the data root said in the command line's words (its
+    options, not Python's arguments)."""
+    from ..errors import DataError, DatasetNotFoundError
+
+    try:
+        yield
+    except DatasetNotFoundError as exc:
         hint = exc.download or "pass --data-root DIR or set GNNSCALE_DATA_ROOT"
         raise DataError(f"{exc.where}; {hint}") from None
 
@@ -309,14 +340,20 @@ def data_root_for(args):
     """The data root to read ``args.dataset`` from (see :func:`resolve_data_root`); with
     ``--download``, a registered name missing from it is downloaded into it first."""
     from ..data.download import download_dataset
+
+    root = resolve_data_root(args)
+    if _to_download(args, root):
+        download_dataset(str(args.dataset), root)
+    return root
+
+
+def _to_download(args, root) -> bool:
+    """``--download`` of a registered name that is not under ``root`` yet."""
     from ..data.load import find_dataset
     from ..data.registry import registered
 
-    root = resolve_data_root(args)
-    if getattr(args, "download", False) and registered(str(args.dataset)) is not None and \
-            find_dataset(str(args.dataset), root) is None:
-        download_dataset(str(args.dataset), root)
-    return root
+    return getattr(args, "download", False) and registered(str(args.dataset)) is not None \
+        and find_dataset(str(args.dataset), root) is None
 
 
 def resolve_data_root(args):

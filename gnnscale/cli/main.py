@@ -80,6 +80,12 @@ def _main(argv) -> int:
             check_outputs(outputs(args))
         except user_error_types() as exc:
             return refuse(f"gnnscale {args.command}: error: {exc}")
+    inputs = getattr(args, "inputs", None)
+    if inputs is not None:  # the dataset is there, found as its loader finds it, before torch
+        try:
+            inputs(args)
+        except user_error_types() as exc:
+            return refuse(f"gnnscale: error: {exc}")  # the line loading it would print
     _load_holding_interrupts(getattr(args, "compiled_modules", lambda _args: ())(args))
     return run_entry_point(args.func, args)
 

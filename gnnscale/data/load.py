@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import os
 from pathlib import Path
+from typing import NamedTuple
 
 from gnnscale.data.graph_data import GraphData
 from gnnscale.data.npz import npz_keys
@@ -76,17 +77,16 @@ def load_dataset(name_or_path, root=None, *, split: int = 0, **options) -> Graph
     Raises:
         DataError: unknown name, missing or unreadable files, malformed content.
     """
-    text = os.fspath(name_or_path)
-    key = _ALIASES.get(text.lower(), text.lower())
-    if key == "sbm":
+    source = find_source(name_or_path, root)
+    if source.kind == "sbm":
         from gnnscale.data.sbm import generate_sbm
 
         return _call(generate_sbm, "the sbm generator", options)
-    if key == "dcsbm":
+    if source.kind == "dcsbm":
         from gnnscale.data.dcsbm import generate_dcsbm
 
         return _call(generate_dcsbm, "the dcsbm generator", {"split": split, **options})
-    if key == "rmat":
+    if source.kind == "rmat":
         from gnnscale.data.rmat import generate_rmat
 
         if "num_nodes" in options and "scale" not in options:
@@ -94,11 +94,41 @@ def load_dataset(name_or_path, root=None, *, split: int = 0, **options) -> Graph
             options["scale"] = max(1, int(options.pop("num_nodes") - 1).bit_length())
         options = {"scale": DEFAULT_RMAT_SCALE, "split": split, **options}
         return _call(generate_rmat, "the rmat generator", options)
+    if source.name is not None:  # a known name: the loader is told it
+        options = {"name": source.name, **options}
+    return _load_kind(source.kind, source.path, split, options)
+
+
+class DatasetSource(NamedTuple):
+    """What :func:`load_dataset` reads for a name or path (:func:`find_source`)."""
+
+    kind: str
+    """A generator's name (:data:`GENERATED`) or a loader's kind (:func:`detect_format`'s)."""
+    path: Path | None
+    """What the loader reads; None for a generator."""
+    name: str | None = None
+    """The known name the dataset was found by (None for a path or a generator)."""
+
+
+def find_source(name_or_path, root=None) -> DatasetSource:
+    """What :func:`load_dataset` would read for ``name_or_path`` under ``root`` (the same
+    arguments, the same rules), found without reading the data: the command line refuses an
+    unknown name or a missing path with it before loading anything heavy.
+
+    Raises:
+        DataError: an unknown name, a path that does not exist, a file or folder in no known
+            layout (:func:`detect_format`); :class:`DatasetNotFoundError` for a known name
+            that is not under ``root``.
+    """
+    text = os.fspath(name_or_path)
+    key = _ALIASES.get(text.lower(), text.lower())
+    if key in GENERATED:
+        return DatasetSource(key, None)
     root = Path(root) if root is not None else default_root()
     if key in _FILE_DATASETS:
         path = find_dataset(key, root)
         if path is not None:
-            return _load_kind(_FILE_DATASETS[key][0], path, split, {"name": key, **options})
+            return DatasetSource(_FILE_DATASETS[key][0], path, key)
         from gnnscale.data.registry import how_to_get, registered
 
         looked = ", ".join(str(root / c) for c in _candidates(key))
@@ -109,7 +139,7 @@ def load_dataset(name_or_path, root=None, *, split: int = 0, **options) -> Graph
     if not _exists(path) and _exists(root / text):
         path = root / text
     if _exists(path):
-        return load_path(path, split=split, **options)
+        return DatasetSource(*detect_format(path))
     if _looks_like_path(text):
         raise DataError(f"dataset {text}: no such file or directory")
     raise DataError(f"unknown dataset {text!r}{did_you_mean(text, _spellings())}: not a known "

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from mpi_launch import concurrently, gnnscale_cli, gnnscale_cli_batch
-from test_cli_train import assert_one_line_error
+from test_cli_train import (PROFILE_IMPORTS, assert_no_torch, assert_one_line_error,
+                            without_import_profile)
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -78,13 +79,14 @@ def test_bad_input_is_one_line(converted, tmp_path):
     exists, missing, too_many, copied = concurrently(
         lambda: gnnscale_cli(None, ["convert", *SOURCE, "--out", str(converted)]),
         lambda: gnnscale_cli(None, ["convert", "--dataset", "/no/such/graph", "--out",
-                                    str(tmp_path / "x")]),
+                                    str(tmp_path / "x")], env=PROFILE_IMPORTS),
         lambda: gnnscale_cli(None, ["partition", "--dataset", str(converted), "--parts", "600",
                                     "--out", str(tmp_path / "s")]),
         lambda: gnnscale_cli(None, ["convert", "--dataset", str(converted), "--out",
                                     str(damaged)]))
     assert_one_line_error(exists, str(converted), "already exists")
-    assert_one_line_error(missing, "/no/such/graph")
+    assert_no_torch(missing)  # refused before anything heavy loads
+    assert_one_line_error(without_import_profile(missing), "/no/such/graph")
     assert not (tmp_path / "x").exists()
     assert_one_line_error(too_many, "600")
     assert copied.returncode == 0, copied.stderr

@@ -3,33 +3,20 @@ the argument and output checks, and the commands that only read and write files
 (docs/architecture.md, "Layers and what each may import")."""
 
 import json
-import re
 
 import pytest
 
 from mpi_launch import gnnscale_cli, gnnscale_cli_many
 from test_cli_plots import a_run
+from test_cli_train import PROFILE_IMPORTS, assert_no_torch, imported, without_import_profile
 
 pytestmark = pytest.mark.timeout(600)
-
-IMPORT_LINE = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|( *)(\S+)$", re.M)
-
-
-def imported(result) -> set:
-    """The modules a command run with ``PYTHONPROFILEIMPORTTIME=1`` imported."""
-    return {match.group(2) for match in IMPORT_LINE.finditer(result.stderr)}
 
 
 def run_profiled(args_list: list[list[str]]) -> list:
     """Each command of ``args_list`` run as ``python -m gnnscale ARGS``, its imports listed
     on stderr (``-X importtime``)."""
-    return gnnscale_cli_many(None, args_list, env={"PYTHONPROFILEIMPORTTIME": "1"})
-
-
-def assert_no_torch(result) -> None:
-    modules = imported(result)
-    assert "gnnscale.cli.main" in modules, result.stderr[-2000:]  # the profile is there
-    assert "torch" not in modules, f"{result.args[3:]} imported torch"
+    return gnnscale_cli_many(None, args_list, env=PROFILE_IMPORTS)
 
 
 def test_help_argument_errors_and_output_checks_load_no_torch(tmp_path):
@@ -39,14 +26,16 @@ def test_help_argument_errors_and_output_checks_load_no_torch(tmp_path):
         ("train", "--epochs", "-3"): (2, "--epochs"),
         ("train", "--checkpoint-every", "3"): (2, "--checkpoint-dir"),  # the command's check
         ("train", "--metrics-out", str(tmp_path)): (2, "--metrics-out"),  # the output check
+        ("train", "--dataset", "nosuchname"): (2, "nosuchname"),  # the dataset check
+        ("tune", "--calibrate", "--dataset", "/no/such/dataset", "--out", str(tmp_path / "t")):
+            (2, "/no/such/dataset"),  # the calibration would load torch
         ("datasets", "list"): (0, "cora"),
         ("partition", "--help"): (0, "--parts"),
     }
     results = run_profiled([list(args) for args in commands])
     for (args, (code, word)), result in zip(commands.items(), results):
         assert result.returncode == code, (args, result.stderr[-2000:])
-        shown = result.stdout + "\n".join(line for line in result.stderr.splitlines()
-                                          if not line.startswith("import time:"))
+        shown = result.stdout + without_import_profile(result).stderr
         assert word in shown, (args, shown)
         assert_no_torch(result)
 
@@ -69,6 +58,6 @@ def test_partition_info_and_plot_load_no_torch(tmp_path):
 def test_a_command_that_trains_does_load_torch(tmp_path):
     """The check above can see torch: ``train`` imports it (in its ``run``)."""
     result = gnnscale_cli(None, ["train", "--dataset", "cora", "--epochs", "1", "--no-progress",
-                                 "--threads", "1"], env={"PYTHONPROFILEIMPORTTIME": "1"})
+                                 "--threads", "1"], env=PROFILE_IMPORTS)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "torch" in imported(result)

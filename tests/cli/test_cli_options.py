@@ -8,7 +8,8 @@ import re
 import pytest
 
 from mpi_launch import gnnscale_cli, gnnscale_cli_batch, gnnscale_cli_many
-from test_cli_train import assert_one_line_error, assert_one_line_errors
+from test_cli_train import (PROFILE_IMPORTS, assert_no_torch, assert_one_line_error,
+                            assert_one_line_errors, without_import_profile)
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -25,11 +26,17 @@ EARLY_ERRORS = [
 
 @pytest.mark.parametrize("nprocs", [None, 2])
 def test_option_errors_come_before_the_dataset_is_loaded(nprocs):
+    profiled = nprocs is None  # one process lists its imports (see test_cli_train)
     results = gnnscale_cli_many(nprocs, [["train", *MISSING, *extra]
-                                         for extra, _ in EARLY_ERRORS], timeout=120)
-    assert_one_line_errors(EARLY_ERRORS, results)
-    for result in results:  # the data was never touched
+                                         for extra, _ in EARLY_ERRORS], timeout=120,
+                                env=PROFILE_IMPORTS if profiled else None)
+    results_shown = [without_import_profile(r) for r in results]
+    assert_one_line_errors(EARLY_ERRORS, results_shown)
+    for result in results_shown:  # the data was never touched
         assert "/no/such/dataset" not in result.stderr, result.args
+    if profiled:  # nor torch loaded
+        for result in results:
+            assert_no_torch(result)
 
 
 def test_resume_with_no_checkpoint_says_so_and_starts_at_epoch_one(tmp_path):
@@ -73,8 +80,11 @@ def test_version_and_help_text():
 def test_header_and_errors_read_well(tmp_path, datasets_root):
     one, missing = gnnscale_cli_many(None, [
         ["train", *SMALL, "--epochs", "1"],
-        ["train", "--dataset", "cora", "--data-root", str(tmp_path), "--epochs", "1"]])
+        ["train", "--dataset", "cora", "--data-root", str(tmp_path), "--epochs", "1"]],
+        env=PROFILE_IMPORTS)
     assert ", 1 rank" in one.stdout and "1 ranks" not in one.stdout
+    assert_no_torch(missing)  # a named dataset that is not there: refused before torch loads
+    missing = without_import_profile(missing)
     assert_one_line_error(missing, "not found under data root", "--data-root")
     assert "root=" not in missing.stderr  # Python's argument is not the command line's
 

@@ -1,13 +1,38 @@
 """``gnnscale train`` end to end: help, metrics file, and one-line errors on bad input."""
 
 import json
+import re
 import shutil
+import subprocess
 
 import pytest
 
 from mpi_launch import gnnscale_cli, gnnscale_cli_many
 
 pytestmark = pytest.mark.timeout(600)
+
+#: the environment under which a command lists every module it imports on stderr
+PROFILE_IMPORTS = {"PYTHONPROFILEIMPORTTIME": "1"}
+IMPORT_LINE = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|( *)(\S+)$", re.M)
+
+
+def imported(result) -> set:
+    """The modules a command run with :data:`PROFILE_IMPORTS` imported."""
+    return {match.group(2) for match in IMPORT_LINE.finditer(result.stderr)}
+
+
+def assert_no_torch(result) -> None:
+    modules = imported(result)
+    assert "gnnscale.cli.main" in modules, result.stderr[-2000:]  # the profile is there
+    assert "torch" not in modules, f"{result.args[3:]} imported torch"
+
+
+def without_import_profile(result) -> subprocess.CompletedProcess:
+    """``result`` with the import profile taken out of its stderr (whose lines name modules
+    such as ``gnnscale.errors``)."""
+    stderr = "".join(line for line in result.stderr.splitlines(keepends=True)
+                     if not line.startswith("import time:"))
+    return subprocess.CompletedProcess(result.args, result.returncode, result.stdout, stderr)
 
 
 def assert_one_line_error(result, *fragments):
@@ -79,9 +104,15 @@ BAD_ARGS = [
 
 @pytest.mark.parametrize("nprocs", [None, 2])
 def test_bad_arguments_fail_with_one_line_on_every_rank(nprocs):
+    # one process lists its imports (the ranks' lists would interleave on mpirun's stderr)
+    profiled = nprocs is None
     results = gnnscale_cli_many(nprocs, [["train", "--epochs", "2", *extra]
-                                         for extra, _ in BAD_ARGS], timeout=120)
-    assert_one_line_errors(BAD_ARGS, results)
+                                         for extra, _ in BAD_ARGS], timeout=120,
+                                env=PROFILE_IMPORTS if profiled else None)
+    assert_one_line_errors(BAD_ARGS, [without_import_profile(r) for r in results])
+    if profiled:  # every one refused before torch loads, the unknown dataset's too
+        for result in results:
+            assert_no_torch(result)
 
 
 def test_planetoid_folder_with_a_missing_file(tmp_path, datasets_root):
