@@ -181,12 +181,13 @@ def interrupted(exc: BaseException) -> bool:
 
 def _abort_job(code: int) -> None:
     if "mpi4py" in sys.modules:
-        from mpi4py import MPI
+        from ..comm.mpi_library import abort_world, load_mpi
 
+        MPI = load_mpi()
         if MPI.Is_initialized() and not MPI.Is_finalized() and MPI.COMM_WORLD.Get_size() > 1:
             sys.stdout.flush()
             sys.stderr.flush()
-            MPI.COMM_WORLD.Abort(code)
+            abort_world(code)
 
 
 def mpirun_words(ranks: int) -> list[str]:

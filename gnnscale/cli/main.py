@@ -62,6 +62,7 @@ def main(argv=None) -> int:
 
 
 def _main(argv) -> int:
+    from ..comm import env_rank
     from .common import refuse, run_entry_point, user_error_types
     from .outputs import check_outputs
 
@@ -81,7 +82,10 @@ def _main(argv) -> int:
         except user_error_types() as exc:
             return refuse(f"gnnscale {args.command}: error: {exc}")
     inputs = getattr(args, "inputs", None)
-    if inputs is not None:  # the dataset is there, found as its loader finds it, before torch
+    # the dataset is there, found as its loader finds it, before torch: checked by rank 0 (its
+    # exit ends the job); another host may hold other files, so the other ranks find theirs
+    # when they load it, and name their rank and host if it is missing there
+    if inputs is not None and env_rank() == 0:
         try:
             inputs(args)
         except user_error_types() as exc:

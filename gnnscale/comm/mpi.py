@@ -40,7 +40,7 @@ from .guard import (CallSignature, CollectiveMismatchError, FailureBoard, Guard,
                     MPIFailureBoard, PeerFailedError, exchange_length, fused_payload_bytes,
                     signature_length)
 from .guarded import GuardedCommunicator
-from .mpi_library import load_mpi
+from .mpi_library import abort_world, load_mpi
 from .ring import ring_allreduce
 from .shm import SharedBuffer, shm_allreduce, shm_available
 from .worker import CommWorker
@@ -424,4 +424,4 @@ class MPICommunicator(GuardedCommunicator):
 
         sys.stdout.flush()
         sys.stderr.flush()
-        self._MPI.COMM_WORLD.Abort(exit_code)
+        abort_world(exit_code)

@@ -41,7 +41,7 @@ from .guard import (CallSignature, FailureBoard, Guard, StoreFailureBoard, resol
                     resolve_timeout, signature_length)
 from .guarded import GuardedCommunicator
 from .launch import LaunchInfo, detect_launch, slurm_rendezvous
-from .mpi_library import load_mpi
+from .mpi_library import abort_world, load_mpi
 
 #: seconds a rank that lost a peer's connection waits before it reports the failure and
 #: aborts the job, so that the launcher, which sees the dead process too, names it first
@@ -338,9 +338,7 @@ class TorchCommunicator(GuardedCommunicator):
         sys.stdout.flush()
         sys.stderr.flush()
         if self._mpi_comm is not None:
-            from mpi4py import MPI
-
-            MPI.COMM_WORLD.Abort(exit_code)
+            abort_world(exit_code)
         os._exit(exit_code)
 
 

@@ -26,3 +26,21 @@ def test_a_delay_the_user_set_wins(monkeypatch, name):
     load_mpi()
     assert os.environ[name] == "0"
     assert (name == "OMPI_MCA_opal_abort_delay") or "OMPI_MCA_opal_abort_delay" not in os.environ
+
+
+def test_the_running_librarys_abort_delay_can_be_set():
+    import ctypes
+
+    from gnnscale.comm.mpi_library import _loaded_libraries, set_abort_delay
+
+    load_mpi()
+    libraries = _loaded_libraries("libopen-pal")
+    assert libraries, "Open MPI's libopen-pal is not mapped into this process"
+    delay = ctypes.c_int.in_dll(ctypes.CDLL(libraries[0]), "opal_abort_delay")
+    before = delay.value
+    try:
+        assert set_abort_delay(7) and delay.value == 7
+        assert set_abort_delay(0) and delay.value == 0
+    finally:
+        delay.value = before
+    assert _loaded_libraries("no-such-library") == []
