@@ -1,10 +1,13 @@
-"""Under mpirun: a small ResNet trained by gnnscale's DataParallel and by PyTorch's DDP from the same
-weights on the same batches; rank 0 saves both models' parameters.
+"""Under mpirun: a small ResNet trained by gnnscale's DataParallel on each of gnnscale's
+backends and by PyTorch's DDP from the same weights on the same batches; rank 0 saves every
+model's parameters (``mpi/NAME``, ``torch/NAME``, ``ddp/NAME``).
 
-Usage: mpirun ... -x MASTER_ADDR=HOST -x MASTER_PORT=PORT python ddp_driver.py BACKEND OUT.npz
+Usage: mpirun ... -x MASTER_ADDR=HOST -x MASTER_PORT=PORT python ddp_driver.py OUT.npz
 
-BACKEND is gnnscale's (``mpi`` or ``torch``). DDP runs on a gloo group: the default group
-gnnscale's torch backend made, or (``mpi``) one joined through ``env://`` at MASTER_ADDR.
+The torch backend's communicator comes first: it makes the default gloo group (rendezvous at
+MASTER_ADDR), on which DDP runs too; the MPI backend's communicator is independent of it. Each
+model starts from the same seed and is trained on its own communicator, so one cannot feed
+another: a broken backend differs from DDP whichever runs first.
 """
 
 import sys
@@ -45,21 +48,21 @@ def train(wrapped, parameters, rank: int) -> None:
 
 
 def main() -> None:
-    backend, out_path = sys.argv[1], sys.argv[2]
-    comm = init(backend=backend)
-    if not dist.is_initialized():
-        dist.init_process_group("gloo", init_method="env://", rank=comm.rank,
-                                world_size=comm.size)
-    ours = make_model()
-    train(DataParallel(ours, comm), ours.parameters(), comm.rank)
-    theirs = make_model()
-    train(DistributedDataParallel(theirs), theirs.parameters(), comm.rank)
-    if comm.rank == 0:
-        np.savez(out_path, **{f"ours/{n}": p.detach().numpy() for n, p in ours.named_parameters()},
-                 **{f"ddp/{n}": p.detach().numpy() for n, p in theirs.named_parameters()})
+    out_path = sys.argv[1]
+    comms = {"torch": init(backend="torch"), "mpi": init(backend="mpi")}
+    rank = comms["mpi"].rank
+    models = {}
+    for backend, comm in comms.items():
+        assert comm.rank == rank
+        models[backend] = make_model()
+        train(DataParallel(models[backend], comm), models[backend].parameters(), rank)
+    models["ddp"] = make_model()
+    train(DistributedDataParallel(models["ddp"]), models["ddp"].parameters(), rank)
+    if rank == 0:
+        np.savez(out_path, **{f"{kind}/{n}": p.detach().numpy() for kind, model in models.items()
+                              for n, p in model.named_parameters()})
     dist.barrier()
-    print(f"rank {comm.rank} done", flush=True)
-
+    print(f"rank {rank} done", flush=True)
 
 if __name__ == "__main__":
     main()

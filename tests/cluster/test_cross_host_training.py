@@ -125,17 +125,25 @@ def test_torch_backend_across_hosts_equals_mpi_on_one_host(cluster, one_host, tm
     assert_close(metrics_losses(torch_run), metrics_losses(one_host["mpi"]))
 
 
-@pytest.mark.parametrize("backend", ["mpi", "torch"])
-def test_data_parallel_across_hosts_equals_ddp(cluster, tmp_path, backend):
-    out = tmp_path / "params.npz"
+@pytest.fixture(scope="module")
+def data_parallel_params(cluster, tmp_path_factory):
+    """gnnscale's DataParallel on each backend and PyTorch's DDP, trained across the hosts in
+    one launch (ddp_driver.py): every model's parameters."""
+    out = tmp_path_factory.mktemp("ddp") / "params.npz"
     done = cross_host(cluster, 2, ["-x", "MASTER_ADDR=node0", "-x", "MASTER_PORT=29517",
-                                   sys.executable, str(DDP_DRIVER), backend, str(out)])
+                                   sys.executable, str(DDP_DRIVER), str(out)])
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-    saved = np.load(out)
-    names = [k[len("ours/"):] for k in saved.files if k.startswith("ours/")]
-    assert names
+    return np.load(out)
+
+
+@pytest.mark.parametrize("backend", ["mpi", "torch"])
+def test_data_parallel_across_hosts_equals_ddp(data_parallel_params, backend):
+    saved = data_parallel_params
+    names = [k[len("ddp/"):] for k in saved.files if k.startswith("ddp/")]
+    assert names and sorted(names) == sorted(k[len(backend) + 1:] for k in saved.files
+                                             if k.startswith(f"{backend}/"))
     for name in names:
-        np.testing.assert_allclose(saved[f"ours/{name}"], saved[f"ddp/{name}"], rtol=1e-5,
+        np.testing.assert_allclose(saved[f"{backend}/{name}"], saved[f"ddp/{name}"], rtol=1e-5,
                                    atol=1e-6, err_msg=name)
 
 
