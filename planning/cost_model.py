@@ -38,7 +38,12 @@ twice the output's ops only (the raw features need no gradient). GAT exchanges w
 H`` and works per edge (``g_gather H C`` x 3 forward, x 6 backward): the edges from owned
 sources (and self loops) while the exchange travels, the halo's after it. A vertex cut
 (DistGNN) exchanges twice per aggregation (master -> mirrors, partial sums -> masters) around
-its local product, without overlap. Every layer and pass of a rank also costs
+its local product, without overlap. Its rank holds, transforms and passes elementwise over its
+masters' rows only (``N_p``: the dense terms, ``elementwise``, the loss); its local product
+reads every edge of the part (``Ein_p``; GCN's self loops at the masters) into every local
+row, masters and mirrors (``N_p + halo_p``, ``halo_p`` its mirrors), in two pieces (from the
+masters' rows and from the mirrors') that, among peers, it sums elementwise on both
+(``g_elem (N_p + halo_p) w``, forward and backward). Every layer and pass of a rank also costs
 ``layer_overhead_s`` (Python and autograd), and every exchange ``exchange_overhead_s`` more
 time to travel (posting, progressing and completing it: fixed, whatever its size), as does
 every allreduce (the step's gradient buckets, the evaluation's metrics).
@@ -85,8 +90,10 @@ SAGE): the last layer the training rows, each layer below the rows the layer abo
 the in-edges of its rows only, its exchange unchanged (the workload's ``computed_*``). The
 terms above then take those rows (``N_p`` in the transform, the elementwise ops and GCN's
 self loops: the input's rows where the layer transforms first) and edges (``Ein_p``,
-``Eb_p``). A first layer aggregating raw features through dropout aggregates every row.
-Evaluation computes every row.
+``Eb_p``). A first layer aggregating raw features through dropout aggregates every row. A
+vertex cut aggregates every master at every layer and its last layer selects the training
+rows from that aggregate: they alone take the last layer's bias, and its transform where it
+aggregates first. Evaluation computes every row.
 
 **Halo dtype and staleness** (:class:`planning.halo_wire.HaloOptions`, ``predict(halo=)``):
 rows travel at :func:`planning.halo_wire.row_bytes` of the dtype (``b`` above), and each
@@ -477,13 +484,22 @@ def _sending(k: dict, xchg: _Exchange, n, width: float, cache: float) -> tuple:
     return pack, cp + xchg.coding(k, width, cache), np.maximum(0.0, xchg(width) - cp) + fixed
 
 
+def _local_sums(k: dict, masters, mirrors, width: float, cache: float):
+    """A vertex cut's aggregation among peers forms each local row in two pieces (the products
+    from masters' rows and from mirrors' rows, ``gnnscale/graph/vertex_cut.py``) and sums
+    them elementwise: on the mirrors' rows (the partial sums it sends) and on the masters'
+    rows, forward and backward alike."""
+    return sum(_rate(k, "gamma_elem", 4.0 * width * rows, cache) * rows * width
+               for rows in (mirrors, masters))
+
+
 def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
                  training: bool, cache: float) -> tuple[_Pass, _Pass]:
     """(forward, backward) passes of one layer; ``cache``: each rank's share of its host's
     last-level cache (bytes)."""
     a, c = spec.widths[layer], spec.widths[layer + 1]
     n = w["nodes"]
-    out_rows, in_rows, ein, eb = _rows_computed(w, spec, layer, training)
+    out_rows, in_rows, agg_rows, ein, eb = _rows_computed(w, spec, layer, training)
     halo = np.asarray(w["recv_rows"], dtype=np.float64).sum(1)
     first, last = layer == 0, layer == spec.layers - 1
     out_elems = out_rows * c * (1 if last else 2)
@@ -518,8 +534,6 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
         # an input needing no gradient (the raw features through dropout) is aggregated for
         # every row, the rows computed selected from it (LocalGraph.aggregate_rows)
         ein, eb, agg_rows = w["inner_edges"], w["boundary_edges"], n
-    else:
-        agg_rows = out_rows
     # transforming first transforms the rows the input holds (SAGE's root transform on the
     # first layer: the rows computed only); aggregating first, the rows computed
     dense = _dense(k, in_rows if transform_first else out_rows, a, c, cache)
@@ -535,9 +549,10 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
     none = 0.0 * n
     pre, post = (dense, none) if transform_first else (none, dense)
     if w["kind"] == "vertex_cut":  # masters -> mirrors, local product, partial sums -> masters
-        fwd = _Pass([(pre + pack + cp, none, x), (inner + cp, none, x)],
+        sums = _local_sums(k, n, halo, width, cache) if xchg.p > 1 else none
+        fwd = _Pass([(pre + pack + cp, none, x), (inner + sums + cp, none, x)],
                     pack + post + elementwise)
-        back = [(pack + cp, none, x), (inner + cp, none, x)]
+        back = [(pack + cp, none, x), (inner + sums + cp, none, x)]
     else:
         fwd = _Pass([(pre + pack + cp, inner, x)], bnd + post + elementwise)
         back = [(bnd + cp, inner, x)]
@@ -553,16 +568,21 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
 
 
 def _rows_computed(w: dict, spec: ModelSpec, layer: int, training: bool) -> tuple:
-    """``(rows computed, rows of the input, inner edges, boundary edges read)`` per rank for
-    one layer: every row, except in a training step of an edge cut whose workload counts the
-    narrowed rows (``computed_*``, :func:`planning.workload.part_workload`): the last layer
-    computes the loss's rows only, each layer below the rows the layer above reads, and each
-    aggregation reads only the in-edges of its rows (GCN and SAGE; GAT computes every row)."""
+    """``(rows computed, rows of the input, rows aggregated, inner edges, boundary edges
+    read)`` per rank for one layer: every row, except in a training step whose workload counts
+    the narrowed rows (``computed_*``, :func:`planning.workload.part_workload`; GCN and SAGE,
+    GAT computes every row). Edge cut: the last layer computes the loss's rows only, each
+    layer below the rows the layer above reads, and each aggregation reads only the in-edges
+    of its rows. Vertex cut: every layer aggregates every master over every edge; the last
+    layer's output (its bias, its transform where it aggregates first) is the loss's rows
+    only, selected from that aggregate."""
     n, ein, eb = w["nodes"], w["inner_edges"], w["boundary_edges"]
     levels = np.asarray(w.get("computed_rows", np.zeros((0, n.size))))
     level = spec.layers - 1 - layer
-    if not training or spec.name not in ("gcn", "sage") or w["kind"] == "vertex_cut":
-        return n, n, ein, eb
+    if not training or spec.name not in ("gcn", "sage"):
+        return n, n, n, ein, eb
+    if w["kind"] == "vertex_cut":
+        return (levels[0] if level == 0 and len(levels) else n), n, n, ein, eb
     out_rows, in_rows = n, n
     if level < len(levels):
         out_rows = levels[level]
@@ -570,7 +590,7 @@ def _rows_computed(w: dict, spec: ModelSpec, layer: int, training: bool) -> tupl
         eb = np.asarray(w["computed_boundary_edges"], dtype=np.float64)[level]
     if layer > 0 and level + 1 < len(levels):
         in_rows = levels[level + 1]
-    return out_rows, in_rows, ein, eb
+    return out_rows, in_rows, out_rows, ein, eb
 
 
 def _exchange_widths(spec: ModelSpec) -> list:

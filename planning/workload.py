@@ -9,14 +9,19 @@ arrays (NumPy only, so the planner never needs torch):
   (aggregated while the halo travels) or a halo node (aggregated after it arrived). Vertex cut:
   all edges of the part are ``inner_edges`` (``boundary_edges`` are 0).
 * ``recv_rows[p, q]``: rows part ``p`` receives from part ``q`` per exchange (its halo rows owned
-  by ``q``, or its mirrors mastered by ``q``). ``recv_rows[p].sum()`` is the part's halo.
+  by ``q``, or its mirrors mastered by ``q``: the nodes of ``p``'s edges mastered by ``q``).
+  ``recv_rows[p].sum()`` is the part's halo, on a vertex cut its mirrors, so ``nodes +
+  recv_rows.sum(1)`` are a vertex cut's local rows (masters, then mirrors: the rows its local
+  product writes).
 * ``computed_rows[k, p]``, ``computed_inner_edges[k, p]``, ``computed_boundary_edges[k, p]``
-  (edge cut with a training split only): the rows a training step computes ``k`` layers
-  below the last and the inner and boundary in-edges their aggregation reads. The last layer
-  computes only the loss's rows (``k = 0``: the training nodes), and each layer below only
-  the rows the layer above reads: those rows, their owned in-neighbours and every row sent to
-  another part (``LocalGraph.rows_read_by``). ``NARROWED_LEVELS`` levels are counted; the
-  layers below them compute every row.
+  (with a training split only): the rows a training step computes ``k`` layers below the
+  last and the inner and boundary in-edges their aggregation reads. The last layer computes
+  only the loss's rows (``k = 0``: the training nodes). Edge cut: each layer below only the
+  rows the layer above reads: those rows, their owned in-neighbours and every row sent to
+  another part (``LocalGraph.rows_read_by``); ``NARROWED_LEVELS`` levels are counted, the
+  layers below them compute every row. Vertex cut: one level, the loss's rows selected from
+  an aggregation of every master over every edge of the part (``VertexCutGraph`` cannot
+  narrow its input); the layers below compute every master.
 
 :func:`host_sharing` counts, for parts placed ``ranks_per_host`` to a host in order, how many of
 the rows a host's ranks fetch from other hosts are fetched by more than one of them: what a
@@ -59,7 +64,9 @@ def part_workload(graph, partition) -> dict:
     mask = get_train_mask(graph, g.num_nodes)
     train = np.bincount(owner[mask], minlength=p) if mask is not None else np.zeros(p)
     computed = None
-    if partition.kind != "vertex_cut" and mask is not None:
+    if partition.kind == "vertex_cut" and mask is not None:
+        computed = ([train], [inner], [boundary])
+    elif mask is not None:
         computed = _narrowed_rows(owner, src, dst, np.asarray(mask, dtype=bool), p)
     return workload_from_arrays(partition.kind, nodes, inner, boundary, recv, train,
                                 num_nodes=g.num_nodes, num_edges=g.num_edges,

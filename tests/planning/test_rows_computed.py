@@ -63,7 +63,8 @@ def test_training_aggregates_only_the_edges_of_the_rows_it_computes_evaluation_e
     assert predict(full, spec, Cluster(), costs(gamma_edge=1e-9))["forward_s"] == \
         pytest.approx(pred["eval_s"])
     vertex = predict(narrowed("vertex_cut"), spec, Cluster(), costs(gamma_edge=1e-9))
-    assert vertex["forward_s"] == pytest.approx(pred["eval_s"])  # a vertex cut: every row
+    # a vertex cut aggregates every row over every edge (test_vertex_cut_rows.py)
+    assert vertex["forward_s"] == pytest.approx(pred["eval_s"])
 
 
 def test_a_layer_that_transforms_first_transforms_the_rows_its_input_holds():
