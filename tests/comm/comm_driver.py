@@ -1,14 +1,29 @@
-"""Run under mpirun by test_comm_collectives.py: exercises every collective, checks results."""
+"""The collective checks of test_comm_collectives.py and test_comm_backends.py, several cases
+in one launch (each rank that imports torch costs seconds before it does any work).
+
+Usage: [mpirun -n N] python comm_driver.py BACKEND [CASE...]
+
+CASE is ``collectives:K``: every collective checked on the first K ranks (on the communicator
+``init(BACKEND)`` returned when K is N, else on one split off it, the other ranks checking
+theirs beside it), or ``extra:NODE_SIZE``: comm_extra_driver.py's checks on the world. Without
+a case: ``collectives:N``. Every rank that passed its part of a case prints ``CASE rank R of N
+ok``; a check that fails raises, which prints its traceback and (with more than one rank)
+aborts the job, so no case after it prints anything. After the last case rank 0 prints
+``every case ran on every rank``.
+"""
 
 import sys
 
 import torch
 
+from comm_extra_driver import check_extra_paths
 from gnnscale.comm import init
 
+ALL_RAN = "every case ran on every rank"
 
-def main() -> None:
-    comm = init(sys.argv[1] if len(sys.argv) > 1 else "auto")
+
+def check_collectives(comm) -> None:
+    """Every collective of ``comm``, its results checked on every rank."""
     rank, size = comm.rank, comm.size
     # allreduce, blocking and async, all ops, several dtypes
     for dtype in (torch.float32, torch.float64, torch.int64, torch.bfloat16):
@@ -41,8 +56,36 @@ def main() -> None:
     assert sub.size == len(range(rank % 2, size, 2))
     assert sub.allreduce(torch.tensor([1.0])).item() == sub.size
     comm.barrier()
-    print(f"rank {rank} ok", flush=True)
+
+
+def run_case(world, case: str) -> None:
+    """Run ``case`` (see the module doc); every rank says it passed its part."""
+    kind, value = case.split(":")
+    if kind == "extra":
+        check_extra_paths(world, int(value))
+    elif int(value) == world.size:
+        check_collectives(world)
+    else:
+        # the first K ranks on a communicator of their own, the others on another, each
+        # checked: every rank then makes as many torch process groups (torch names a new group
+        # by how many the process has made, so a rank that made fewer would wait forever in
+        # the next split of the world)
+        first = world.rank < int(value)
+        comm = world.split(0 if first else 1)
+        assert comm.size == (int(value) if first else world.size - int(value)), case
+        check_collectives(comm)
+    print(f"{case} rank {world.rank} of {world.size} ok", flush=True)
+    world.barrier()
+
+
+def main(argv) -> None:
+    torch.set_num_threads(1)
+    world = init(argv[0])
+    for case in argv[1:] or [f"collectives:{world.size}"]:
+        run_case(world, case)  # ends in a barrier of the world
+    if world.rank == 0:
+        print(ALL_RAN, flush=True)
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -1,21 +1,17 @@
-"""Run under mpirun by test_comm_backends.py: what comm_driver.py does not cover.
+"""What comm_driver.py's collective checks do not cover (its case ``extra:NODE_SIZE``).
 
-argv: backend node_size. Checks the ring allreduce path (forced on small buffers by
-GNNSCALE_RING_MIN_BYTES), reduce, async ordering, nested split, large objects, and the
-hierarchical allreduce with forced node groups against the flat one.
+Checks the ring allreduce path (forced on small buffers by GNNSCALE_RING_MIN_BYTES), reduce,
+async ordering, nested split, large objects, and the hierarchical allreduce with forced node
+groups against the flat one.
 """
-
-import sys
 
 import torch
 
-from gnnscale.comm import HierarchicalCommunicator, init, node_groups
+from gnnscale.comm import HierarchicalCommunicator, node_groups
 
 
-def main() -> None:
-    torch.set_num_threads(1)
-    backend, node_size = sys.argv[1], int(sys.argv[2])
-    comm = init(backend)
+def check_extra_paths(comm, node_size: int) -> None:
+    """The extra paths of ``comm``, with node groups of ``node_size`` ranks."""
     rank, size = comm.rank, comm.size
     total = size * (size + 1) // 2
     # several allreduces in flight at once, waited in reverse order, odd lengths, all dtypes
@@ -88,8 +84,3 @@ def main() -> None:
         torch.testing.assert_close(floats, flat_floats, rtol=1e-6, atol=1e-6)
         assert torch.equal(comm.allgather(floats)[0], floats)  # identical on every rank
     hier.barrier()
-    print(f"rank {rank} ok", flush=True)
-
-
-if __name__ == "__main__":
-    main()

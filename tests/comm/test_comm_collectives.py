@@ -1,15 +1,17 @@
-"""Collectives on the world of one and on real MPI jobs of 1-4 ranks."""
+"""Collectives on the world of one and on a real MPI job: 1-4 ranks, and the extra paths.
 
-from pathlib import Path
+The MPI cases share one 4-rank launch (comm_driver.py); the torch backend's are in
+test_comm_backends.py.
+"""
 
 import pytest
 import torch
 
+from comm_cases import assert_case_passed, run_cases
 from gnnscale.comm import SingleCommunicator, detect_launch, init
 from gnnscale.errors import CommError
-from mpi_launch import run_python_mpi
 
-DRIVER = Path(__file__).with_name("comm_driver.py")
+MPI_RANKS = 4  # the one MPI launch of this file
 
 
 def test_single_world_collectives_are_identities():
@@ -42,8 +44,25 @@ def test_launch_detection_reads_launcher_variables():
     assert (info.launcher, info.size) == ("torchrun", 2)
 
 
+@pytest.fixture(scope="module")
+def mpi_job():
+    """init('mpi') on 4 ranks: the collective checks on the world of 4 and on 1, 2 and 3 ranks
+    split off it (the other ranks checking theirs beside them), then the extra paths on the
+    world. A split is the same MPICommunicator over an mpi4py communicator of that size as a
+    smaller job's world; init's own set-up runs on the world of 4. Every check compares with
+    values computed on the spot (or the hierarchical allreduce with the flat one, both in the
+    same case), so what one case leaves behind could not make another pass."""
+    return run_cases(MPI_RANKS, "mpi", ["collectives:4", "collectives:1", "collectives:2",
+                                        "collectives:3", "extra:2"], timeout=300)
+
+
 @pytest.mark.parametrize("nprocs", [1, 2, 3, 4])
-def test_mpi_collectives(nprocs):
-    result = run_python_mpi(nprocs, DRIVER, ["mpi"], timeout=120)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.count(" ok") == nprocs
+def test_mpi_collectives(nprocs, mpi_job):
+    assert_case_passed(mpi_job, f"collectives:{nprocs}", MPI_RANKS)
+
+
+@pytest.mark.parametrize("backend,nprocs", [("mpi", 4)])  # torch-3: test_comm_backends.py
+def test_ring_reduce_split_and_hierarchical_allreduce(backend, nprocs, mpi_job):
+    """Threaded ring (forced on small buffers), reduce, nested split, big objects, and the
+    two-level allreduce over forced 2-rank nodes equal to the flat one."""
+    assert_case_passed(mpi_job, "extra:2", nprocs)

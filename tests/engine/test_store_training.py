@@ -1,6 +1,7 @@
 """Training from a partition store equals training with in-memory partitioning."""
 
 import json
+import shutil
 
 import pytest
 
@@ -30,11 +31,16 @@ def partition_cora(datasets_root, store, method, parts):
 
 def test_store_training_matches_in_memory(tmp_path, datasets_root):
     store = partition_cora(datasets_root, tmp_path / "store", "metis", 3)
+    # a copy with a truncated part, trained last in the same launch: the runs before it read
+    # the intact store, and a truncated file is found by reading it, whatever they left behind
+    damaged = shutil.copytree(store, tmp_path / "damaged")
+    (damaged / "part-00001.npz").write_bytes(b"truncated")
     common = ["--epochs", "4", "--dropout", "0", "--no-progress", "--model", "sage"]
-    from_store, in_memory = gnnscale_cli_batch(3, [
+    from_store, in_memory, broken = gnnscale_cli_batch(3, [
         ["train", "--partitions", store, *common, "--metrics-out", tmp_path / "a.jsonl"],
         ["train", "--dataset", "cora", "--data-root", datasets_root, "--partitioner", "metis",
-         *common, "--metrics-out", tmp_path / "b.jsonl"]])
+         *common, "--metrics-out", tmp_path / "b.jsonl"],
+        ["train", "--partitions", damaged, "--epochs", "2"]])
     assert from_store.returncode == 0, from_store.stderr
     assert in_memory.returncode == 0, in_memory.stderr
     assert losses(tmp_path / "a.jsonl") == pytest.approx(losses(tmp_path / "b.jsonl"), rel=1e-6)
@@ -43,7 +49,5 @@ def test_store_training_matches_in_memory(tmp_path, datasets_root):
     assert wrong.returncode == 2 and "Traceback" not in wrong.stderr
     assert "has 3 parts but 2 ranks were started" in wrong.stderr
 
-    (store / "part-00001.npz").write_bytes(b"truncated")
-    broken = gnnscale_cli(3, ["train", "--partitions", str(store), "--epochs", "2"])
     assert broken.returncode == 2 and "Traceback" not in broken.stderr
     assert "part-00001.npz" in broken.stderr

@@ -9,7 +9,7 @@ ranks and under the staleness policies.
 import numpy as np
 import pytest
 
-from mpi_launch import gnnscale_cli, gnnscale_cli_batch
+from mpi_launch import gnnscale_cli_batch
 from test_store_training import epoch_records
 
 from gnnscale.engine.vertex_cut_problem import vertex_cut_store_view
@@ -28,10 +28,13 @@ CASES = [(1, "libra", "gcn", "exact"), (2, "libra", "sage", "exact"), (3, "libra
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, datasets_root):
     """Every case trained from its store and in memory: ``(case, "store"|"memory") -> (result,
-    metrics file)``, and ``(method, parts) -> store``. One launch per rank count and source, so
-    each comparison is between two processes; the in-memory launch runs its cases in the
-    opposite order, so that state one command left behind could not make both sides agree. The
-    stores are written by `gnnscale partition`."""
+    metrics file)``, ``(method, parts) -> store``, and ``"wrong"``: the 3-part libra store
+    trained on 2 ranks. One launch per rank count and source, so each comparison is between
+    two processes; the in-memory launch runs its cases in the opposite order, so that state one
+    command left behind could not make both sides agree. The stores are written by `gnnscale
+    partition`. The wrong run ends the 2-rank store launch: it leaves nothing behind for a
+    comparison, and nothing the runs before it left could write its error line (an error
+    every rank finds alike, so all of them return it and the launch goes on)."""
     root = tmp_path_factory.mktemp("vertex-cut")
     stores = {(method, nprocs): root / f"cora-{method}-{nprocs}" for nprocs, method, *_ in CASES}
     made = gnnscale_cli_batch(None, [
@@ -52,8 +55,15 @@ def runs(tmp_path_factory, datasets_root):
                 args_list.append(["train", *data, "--epochs", "4", "--dropout", "0",
                                   "--no-progress", "--model", model, "--staleness", staleness,
                                   "--metrics-out", files[-1]])
-            for case, done, path in zip(cases, gnnscale_cli_batch(nprocs, args_list), files):
-                runs[case, source] = done, path
+            wrong = (nprocs, source) == (2, "store")
+            if wrong:
+                args_list.append(["train", "--partitions", stores["libra", 3], "--epochs", "2",
+                                  "--no-progress"])
+            done = gnnscale_cli_batch(nprocs, args_list)
+            for case, result, path in zip(cases, done, files):
+                runs[case, source] = result, path
+            if wrong:
+                runs["wrong"] = done[-1]
     return runs
 
 
@@ -77,9 +87,7 @@ def test_vertex_cut_store_training_matches_in_memory(case, runs):
 
 
 def test_vertex_cut_store_with_wrong_number_of_ranks(runs):
-    store = runs["libra", 3]
-    wrong = gnnscale_cli(2, ["train", "--partitions", str(store), "--epochs", "2",
-                             "--no-progress"])
+    store, wrong = runs["libra", 3], runs["wrong"]
     assert wrong.returncode == 2 and "Traceback" not in wrong.stderr
     errors = [line for line in wrong.stderr.splitlines() if "error" in line]
     assert errors == [f"gnnscale: error: store {store} has 3 parts but 2 ranks were started; "
