@@ -120,6 +120,7 @@ import numpy as np
 
 from partitioning.errors import PartitionError
 
+from .cache_knee import beyond_cache_fraction
 from .halo_wire import HaloOptions
 from .shared_cores import pass_ends
 
@@ -429,19 +430,10 @@ def allreduce_time(nbytes: float, parts: int, cluster: Cluster, model: CostModel
             + _ring(hosts, nbytes, net.latency_s, 1.0 / net.bandwidth_Bps))
 
 
-def _beyond_cache(working_set, cache: float):
-    """Fraction of an op's data that comes from memory: 0 while its working set (bytes, per
-    rank) fits the rank's share of the last-level cache, 1 from four times that on."""
-    working_set = np.asarray(working_set, dtype=np.float64)
-    if cache <= 0:
-        return np.zeros_like(working_set)
-    return np.clip((working_set - cache) / (3.0 * cache), 0.0, 1.0)
-
-
 def _rate(k: dict, key: str, working_set, cache: float):
     """Seconds per unit of ``key``'s work for that working set: between the cached constant
     and the one measured beyond the cache (``<key>_mem``)."""
-    return k[key] + _beyond_cache(working_set, cache) * (k[f"{key}_mem"] - k[key])
+    return k[key] + beyond_cache_fraction(working_set, cache) * (k[f"{key}_mem"] - k[key])
 
 
 def _dense(k: dict, rows, a: int, c: int, cache: float):
@@ -449,7 +441,7 @@ def _dense(k: dict, rows, a: int, c: int, cache: float):
     output) where they do not fit the cache, whichever takes longer."""
     moved = 4.0 * rows * (a + c)
     return np.maximum(k["gamma_flop"] * 2.0 * rows * a * c,
-                      k["gamma_byte"] * moved * _beyond_cache(moved, cache))
+                      k["gamma_byte"] * moved * beyond_cache_fraction(moved, cache))
 
 
 class _Pass:

@@ -6,7 +6,9 @@ aggregation kernel the engine uses (``gamma_edge``, per edge x feature), dense G
 (``gamma_gather``, GAT's per-edge work), each on data that stays in the cache and again on
 data four times the last-level cache, within bounds (:func:`beyond_cache_working_set`)
 (``*_mem``; ``gamma_byte``: seconds per byte a skinny GEMM streams from memory), with the
-last-level cache's size (``cache_bytes``) recorded for the model to choose between them.
+cache the process effectively has (``cache_bytes``: the knee of the aggregation's rate over a
+ladder of working sets, :func:`measure_cache_knee`, at most the last-level cache reported)
+recorded for the model to choose between them.
 Each is the median of several runs of several sizes,
 fitted through the origin. ``layer_overhead_s``: a 2-layer GCN training step on a 64-node graph,
 per layer and pass. Shared-memory ``alltoallv`` latency and bandwidth: a 2-rank ``mpirun`` of
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -150,6 +153,33 @@ def compute_constants(threads: int, scale: float = 1.0, cache_bytes: int | None 
     beyond = beyond_cache_working_set(cache_bytes or last_level_cache_bytes(), measuring_at_once)
     memory = _constants_at(lambda n: n, cached=False, working_set=beyond)
     return {**cached, **memory}
+
+
+#: the aggregation the cache knee is measured with: its width, its degree, and its ladder's
+#: smallest working set (each rung doubles it, up to a quarter of the beyond-the-cache one)
+KNEE_WIDTH, KNEE_DEGREE, KNEE_SMALLEST = 32, 8, 1 << 20
+
+
+def measure_cache_knee(beyond: int, beyond_rate: float) -> float:
+    """The cache this process effectively has, in bytes
+    (:func:`planning.cache_knee.fit_cache_knee`): the aggregation's time per edge value at
+    working sets of 1 MiB, 2 MiB, 4 MiB, ... up to a quarter of ``beyond``, where it took
+    ``beyond_rate`` (``gamma_edge_mem``, measured at that size with the same degree)."""
+    from planning.cache_knee import fit_cache_knee
+
+    from ..graph.sparse import SparseBlock
+
+    rng = np.random.default_rng(1)
+    sizes = [KNEE_SMALLEST << k for k in range(40) if KNEE_SMALLEST << k <= beyond // 4]
+    rates = []
+    for size in sizes:
+        n = max(1000, size // (4 * KNEE_WIDTH))
+        matrix = _random_csr(n, KNEE_DEGREE, rng)
+        block, x = SparseBlock(matrix), _values(n, KNEE_WIDTH)
+        seconds = _median_time(lambda: block.matmul(x), repeats=3, what="cache knee")
+        rates.append(seconds / (matrix.nnz * KNEE_WIDTH))
+        del matrix, block, x
+    return fit_cache_knee(sizes + [beyond], rates + [beyond_rate])
 
 
 def _values(*shape: int) -> torch.Tensor:
@@ -347,14 +377,20 @@ def calibrate(max_threads: int | None = None, scale: float = 1.0, shared_memory:
             compute[threads] = compute_constants(threads, scale)
             say(f"calibrated {threads} thread(s): " + ", ".join(
                 f"{k} {v:.3g}" for k, v in compute[threads].items()))
+        steadiness.where = "measuring the cache knee"
+        torch.set_num_threads(1)
+        llc = last_level_cache_bytes()
+        cache = min(float(llc), measure_cache_knee(beyond_cache_working_set(llc),
+                                                   compute[1]["gamma_edge_mem"]))
+        say(f"calibrated the cache: {cache / 2**20:.1f} MiB effective ({llc / 2**20:.0f} MiB "
+            f"last-level cache reported)")
         steadiness.where = ""
         overhead = layer_overhead()
         defaults = CostModel()
         shm = {"shm_alpha": defaults.shm_alpha, "shm_beta": defaults.shm_beta}
         if shared_memory and 1 in compute:
             shm = shared_memory_constants(costs=CostModel(
-                compute={1: compute[1]}, layer_overhead_s=overhead,
-                cache_bytes=float(last_level_cache_bytes())))
+                compute={1: compute[1]}, layer_overhead_s=overhead, cache_bytes=cache))
             say(f"calibrated shared-memory alltoallv: alpha {shm['shm_alpha']:.3g} s, "
                 f"beta {shm['shm_beta']:.3g} s/B; fixed cost per exchange on 2 ranks "
                 f"{shm['exchange_overhead_s']:.3g} s")
@@ -364,8 +400,7 @@ def calibrate(max_threads: int | None = None, scale: float = 1.0, shared_memory:
     warning = steadiness.warning()
     if warning:
         say(warning)
-    return CostModel(compute=compute, layer_overhead_s=overhead,
-                     cache_bytes=float(last_level_cache_bytes()), **shm)
+    return CostModel(compute=compute, layer_overhead_s=overhead, cache_bytes=cache, **shm)
 
 
 def measuring_turns(ranks: int, threads: int, host_cores: int) -> list[int]:
@@ -394,22 +429,28 @@ def calibrate_in_job(comm, threads: int, scale: float = 1.0, host_cores: int | N
     host_cores = host_cores or os.cpu_count() or 1
     turns = measuring_turns(comm.size, threads, host_cores)
     saved = torch.get_num_threads()
-    compute = None
+    compute = knee = None
+    llc = last_level_cache_bytes()
     try:
         for turn in range(max(turns) + 1):
             comm.barrier()
             if turns[comm.rank] == turn:
-                compute = compute_constants(threads, scale,
-                                            measuring_at_once=turns.count(turn))
+                at_once = turns.count(turn)
+                compute = compute_constants(threads, scale, measuring_at_once=at_once)
+                knee = measure_cache_knee(beyond_cache_working_set(llc, at_once),
+                                          compute["gamma_edge_mem"])
         comm.barrier()
     finally:
         torch.set_num_threads(saved)
     shm = fit_alltoallv(alltoallv_timings(comm)) if comm.size > 1 else \
         {"shm_alpha": CostModel().shm_alpha, "shm_beta": CostModel().shm_beta}
-    everyone = comm.allgather_object(compute)
-    median = {k: float(np.median([c[k] for c in everyone])) for k in compute}
-    costs = CostModel(compute={threads: median}, layer_overhead_s=0.0,
-                      cache_bytes=float(last_level_cache_bytes()), **shm)
+    everyone = comm.allgather_object((compute, knee, socket.gethostname()))
+    median = {k: float(np.median([c[k] for c, _, _ in everyone])) for k in compute}
+    # the model divides a host's cache among its ranks: the knee each rank measured (beside
+    # the others measuring at once) times the job's ranks on this host
+    on_this_host = sum(host == socket.gethostname() for _, _, host in everyone)
+    cache = min(float(llc), float(np.median([k for _, k, _ in everyone])) * on_this_host)
+    costs = CostModel(compute={threads: median}, layer_overhead_s=0.0, cache_bytes=cache, **shm)
     costs.layer_overhead_s, costs.exchange_overhead_s = job_fixed_costs(comm, costs, threads,
                                                                         host_cores)
     return costs

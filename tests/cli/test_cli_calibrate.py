@@ -101,3 +101,21 @@ def test_the_alltoallv_ranks_import_this_gnnscale_from_any_working_directory(tmp
     monkeypatch.chdir(tmp_path)
     fitted = cal.shared_memory_constants(timeout=120)
     assert fitted["shm_alpha"] > 0 and fitted["shm_beta"] >= 0, fitted
+
+
+def test_the_cache_knee_is_measured_on_a_ladder_of_working_sets(monkeypatch):
+    import planning.cache_knee as knee
+
+    measured, real_fit = [], knee.fit_cache_knee
+
+    def fit(sizes, rates):
+        measured.append((list(sizes), list(rates)))
+        return real_fit(sizes, rates)
+
+    monkeypatch.setattr(knee, "fit_cache_knee", fit)
+    slow = cal.measure_cache_knee(16 << 20, beyond_rate=1e-6)  # far slower beyond: a knee
+    (sizes, rates), = measured
+    assert sizes == [1 << 20, 2 << 20, 4 << 20, 16 << 20] and rates[-1] == 1e-6
+    assert all(0 < r < 1e-7 for r in rates[:-1])  # seconds per edge value, measured
+    assert (1 << 19) <= slow < (16 << 20)
+    assert cal.measure_cache_knee(16 << 20, beyond_rate=1e-15) == 16 << 20  # no knee in range

@@ -158,6 +158,10 @@ def test_calibrate_in_job_on_two_ranks(tmp_path):
     values = lines[0]
     assert set(values["compute"]) == {"1"} and values["shm_alpha"] > 0
     assert values["layer_overhead_s"] >= 0
+    from gnnscale.cli.calibrate import last_level_cache_bytes
+
+    # the knee both ranks measured, times the 2 ranks on this host: within the cache reported
+    assert 0 < values["cache_bytes"] <= last_level_cache_bytes()
 
 
 SBM_2000 = ["--dataset", "sbm", "--num-nodes", "2000"]
