@@ -20,10 +20,12 @@ beta``). On a
 *simulated* network (``train --simulate-network``, every rank on this host) an exchange ends at
 ``max(real shared-memory exchange, L + b out_p / BW)``, which is what the simulator does.
 
-**Layer, edge cut** (GCN, SAGE-mean; ``w = min(a, c)``, the width the layer aggregates)::
+**Layer, edge cut** (GCN, SAGE-mean; ``w = min(a, c)``, the width the layer aggregates;
+``g_agg = g_nnz + g_edge w`` per non-zero: a cost per edge whatever the width, which
+dominates narrow rows, and one per value)::
 
-    F_p = dense + pack_p + max(g_edge Ein_p w, X_p(w)) + g_edge Eb_p w + elementwise
-    B_p = dense_back + [pack_p + g_edge Eb_p w + max(g_edge Ein_p w, X_p(w))] + elementwise'
+    F_p = dense + pack_p + max(g_agg Ein_p, X_p(w)) + g_agg Eb_p + elementwise
+    B_p = dense_back + [pack_p + g_agg Eb_p + max(g_agg Ein_p, X_p(w))] + elementwise'
 
 ``pack_p = g_gather out_p w`` gathers the ``out_p`` rows ``p`` sends before posting them
 (forward) and adds the gradients received for them into its rows (backward); a vertex cut packs
@@ -54,16 +56,20 @@ on data beyond the cache (``gamma_edge_mem``, ...) as its working set ``S`` grow
 ``g = g_cached + f (g_mem - g_cached)``, ``f = clip((S - C) / 3C, 0, 1)``. ``S`` is the rows
 an aggregation gathers ``4 w (N_p + halo_p)`` (GAT's gathers likewise), or the array an
 elementwise op passes over. A dense transform costs ``max(g_flop 2 N a c, g_byte f 4 N (a +
-c))``: its flops, or the bytes it streams where they leave the cache.
+c))``: its flops, or the bytes it streams where they leave the cache. Where the workload has
+``gather_share`` (:func:`planning.workload.gather_share`), an aggregation's reads hit the
+cache in the share its ``C / 4w`` most-read rows take (the rows that fit, power-law hubs
+first), at ``g_agg``'s cached constants, and the rest at the ones beyond the cache.
+``C`` comes from :func:`planning.cache_knee.fit_cache_knee`, at most the cache reported.
 
 **Step**: a timeline of every rank's passes, forward layers then backward layers in reverse
 (:mod:`planning.shared_cores`). A rank's pass is its work before the post (``pack_p``, the
-transform where it comes first), the work it overlaps with the exchange (``g_edge Ein_p w``),
+transform where it comes first), the work it overlaps with the exchange (``g_agg Ein_p``),
 the wait for what is left of the exchange and the work after it. An exchange ends ``X_p``
 after the rank's own post and not before every peer it exchanges rows with has posted: the
 ranks are coupled by their data only, so where every rank has its cores::
 
-    end_p(stage) = max(post_p + g_edge Ein_p w, post_p + X_p, max_{q peer of p} post_q)
+    end_p(stage) = max(post_p + g_agg Ein_p, post_p + X_p, max_{q peer of p} post_q)
 
 and ``T_fwd`` is when the slowest rank ends its last forward pass, ``T_bwd`` the rest of the
 way to the end of its backward. Where a host's ranks have more threads than it has cores
@@ -131,6 +137,9 @@ COMPUTE_KEYS = ("gamma_edge", "gamma_flop", "gamma_elem", "gamma_gather")
 # Optional per thread count: the same work with its data beyond the last-level cache
 # (``gamma_byte``: seconds per byte a dense transform streams from memory).
 MEMORY_KEYS = ("gamma_edge_mem", "gamma_elem_mem", "gamma_gather_mem", "gamma_byte")
+# Optional per thread count: the aggregation's cost per non-zero whatever the row's width
+# (reading its column index and value, finding the row), cached and beyond the cache; absent: 0
+EDGE_KEYS = ("gamma_nnz", "gamma_nnz_mem")
 GLOBAL_KEYS = ("shm_alpha", "shm_beta", "layer_overhead_s")
 OPTIONAL_KEYS = ("exchange_overhead_s", "cache_bytes")  # absent from a file: the defaults
 MODELS = ("gcn", "sage", "gat")
@@ -273,11 +282,12 @@ class CostModel:
                 raise PartitionError(f"cost model: thread count {threads} must be >= 1")
             for key in COMPUTE_KEYS:
                 _check_constant(f"compute[{threads}].{key}", values.get(key))
-            unknown = sorted(set(values) - set(COMPUTE_KEYS) - set(MEMORY_KEYS))
+            unknown = sorted(set(values) - set(COMPUTE_KEYS) - set(MEMORY_KEYS)
+                             - set(EDGE_KEYS))
             if unknown:
                 raise PartitionError(f"cost model: unknown constant compute[{threads}]."
                                      f"{unknown[0]}")
-            for key in MEMORY_KEYS:
+            for key in MEMORY_KEYS + EDGE_KEYS:
                 if key in values:
                     _check_constant(f"compute[{threads}].{key}", values[key])
         for key in GLOBAL_KEYS + OPTIONAL_KEYS:
@@ -292,9 +302,10 @@ class CostModel:
             below = [t for t in self.compute if t <= threads]
             base = max(below) if below else min(self.compute)
             factor = base / threads
-        values = {"gamma_byte": 0.0, **{f"{k}_mem": self.compute[base][k] for k in
-                                        ("gamma_edge", "gamma_elem", "gamma_gather")},
-                  **self.compute[base]}
+        given = self.compute[base]
+        values = {"gamma_byte": 0.0, "gamma_nnz": 0.0,
+                  **{f"{k}_mem": given[k] for k in ("gamma_edge", "gamma_elem", "gamma_gather")},
+                  "gamma_nnz_mem": given.get("gamma_nnz", 0.0), **given}
         return {k: v * factor for k, v in values.items()}
 
     def to_dict(self) -> dict:
@@ -476,6 +487,24 @@ def _sending(k: dict, xchg: _Exchange, n, width: float, cache: float) -> tuple:
     return pack, cp + xchg.coding(k, width, cache), np.maximum(0.0, xchg(width) - cp) + fixed
 
 
+def _per_edge(k: dict, w: dict, width: float, rows_read, cache: float):
+    """Seconds per non-zero of an aggregation over rows ``width`` wide, per rank: ``g_nnz + g_edge
+    w`` at the cached constants for the share of reads that hit the rows fitting the rank's
+    cache share (its most-read rows: the workload's ``gather_share``), at the constants beyond
+    the cache for the rest; without ``gather_share``, between the two by the rows read
+    (``rows_read``) as every other op."""
+    share = w.get("gather_share")
+    if share is None or cache <= 0:
+        gathered = 4.0 * width * rows_read
+        return (_rate(k, "gamma_edge", gathered, cache) * width
+                + _rate(k, "gamma_nnz", gathered, cache))
+    cached = k["gamma_nnz"] + k["gamma_edge"] * width
+    beyond = k["gamma_nnz_mem"] + k["gamma_edge_mem"] * width
+    fitting = np.log2(max(1.0, cache / (4.0 * width)))  # log2 of the rows the cache holds
+    hit = np.array([np.interp(fitting, np.arange(row.size), row) for row in share])
+    return hit * cached + (1.0 - hit) * beyond
+
+
 def _local_sums(k: dict, masters, mirrors, width: float, cache: float):
     """A vertex cut's aggregation among peers forms each local row in two pieces (the products
     from masters' rows and from mirrors' rows, ``gnnscale/graph/vertex_cut.py``) and sums
@@ -534,9 +563,9 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
                                cache)
     dense_back = dense * (1 if first else 2)
     self_loops = agg_rows if spec.name == "gcn" else 0
-    per_edge = _rate(k, "gamma_edge", 4.0 * width * (n + halo), cache)
-    inner = per_edge * (ein + self_loops) * width
-    bnd = per_edge * eb * width
+    per_edge = _per_edge(k, w, width, n + halo, cache)
+    inner = per_edge * (ein + self_loops)
+    bnd = per_edge * eb
     pack, cp, x = _sending(k, xchg, n, width, cache)
     none = 0.0 * n
     pre, post = (dense, none) if transform_first else (none, dense)

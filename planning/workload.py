@@ -36,7 +36,8 @@ import numpy as np
 from partitioning.base import get_train_mask
 from partitioning.graph import as_csr_graph
 
-__all__ = ["part_workload", "workload_from_arrays", "host_sharing", "NARROWED_LEVELS"]
+__all__ = ["part_workload", "workload_from_arrays", "host_sharing", "gather_share",
+           "NARROWED_LEVELS"]
 
 NARROWED_LEVELS = 3  # layers below the last whose narrowed rows part_workload counts
 
@@ -68,9 +69,37 @@ def part_workload(graph, partition) -> dict:
         computed = ([train], [inner], [boundary])
     elif mask is not None:
         computed = _narrowed_rows(owner, src, dst, np.asarray(mask, dtype=bool), p)
+    reader = partition.edge_parts if partition.kind == "vertex_cut" else owner[dst]
     return workload_from_arrays(partition.kind, nodes, inner, boundary, recv, train,
                                 num_nodes=g.num_nodes, num_edges=g.num_edges,
-                                computed=computed)
+                                computed=computed,
+                                gather_share=gather_share(reader, src, g.num_nodes, p))
+
+
+def gather_share(part_of_edge: np.ndarray, src: np.ndarray, num_nodes: int,
+                 num_parts: int) -> np.ndarray:
+    """``[parts, levels]``: the share of part ``p``'s aggregation reads (one per edge it
+    aggregates, of the edge's source row) that go to its ``2**j`` most-read rows, for ``j =
+    0 .. levels - 1`` (the last level: every row it reads, share 1). The time model takes the
+    rows that fit a rank's cache share to be its most-read ones, so a graph whose reads
+    crowd onto few rows (power-law hubs) gathers mostly from the cache where uniformly spread
+    reads would not (:func:`planning.cost_model.predict`)."""
+    keys = part_of_edge.astype(np.int64) * int(num_nodes) + src
+    pairs, reads = np.unique(keys, return_counts=True)
+    part = pairs // int(num_nodes)
+    most = int(np.bincount(part, minlength=num_parts).max()) if part.size else 1
+    levels = int(np.ceil(np.log2(max(2, most)))) + 1
+    share = np.ones((num_parts, levels))
+    order = np.lexsort((-reads, part))  # each part's rows, most read first
+    reads, part = reads[order], part[order]
+    starts = np.searchsorted(part, np.arange(num_parts))
+    ends = np.searchsorted(part, np.arange(num_parts), side="right")
+    for q in range(num_parts):
+        counts = np.cumsum(reads[starts[q]:ends[q]], dtype=np.float64)
+        if counts.size:
+            top = np.minimum(2 ** np.arange(levels), counts.size) - 1
+            share[q] = counts[top] / counts[-1]
+    return share
 
 
 def _narrowed_rows(owner: np.ndarray, src: np.ndarray, dst: np.ndarray, loss_rows: np.ndarray,
@@ -98,12 +127,15 @@ def _narrowed_rows(owner: np.ndarray, src: np.ndarray, dst: np.ndarray, loss_row
 
 def workload_from_arrays(kind: str, nodes, inner_edges, boundary_edges, recv_rows,
                          train_nodes=None, num_nodes: int | None = None,
-                         num_edges: int | None = None, computed: tuple | None = None) -> dict:
+                         num_edges: int | None = None, computed: tuple | None = None,
+                         gather_share=None) -> dict:
     """Assemble a workload dict from per-part arrays (for tests and hand-made scenarios).
 
     ``computed``: optional ``(rows, inner edges, boundary edges)``, each ``[levels, parts]``,
     what a training step computes at each level below the last layer (see the module
-    docstring); without it the model takes every layer as computing every row."""
+    docstring); without it the model takes every layer as computing every row.
+    ``gather_share``: optional ``[parts, levels]`` (:func:`gather_share`); without it the
+    model takes a part's reads as spread over every row it reads."""
     nodes = np.asarray(nodes, dtype=np.float64)
     recv = np.asarray(recv_rows, dtype=np.float64).reshape(nodes.size, nodes.size)
     train = np.zeros_like(nodes) if train_nodes is None else np.asarray(train_nodes, np.float64)
@@ -121,6 +153,12 @@ def workload_from_arrays(kind: str, nodes, inner_edges, boundary_edges, recv_row
                 raise ValueError(f"{key} must be [levels, {nodes.size}], got shape "
                                  f"{values.shape}")
             work[key] = values
+    if gather_share is not None:
+        share = np.asarray(gather_share, dtype=np.float64)
+        if share.ndim != 2 or share.shape[0] != nodes.size:
+            raise ValueError(f"gather_share must be [{nodes.size}, levels], got shape "
+                             f"{share.shape}")
+        work["gather_share"] = share
     return work
 
 

@@ -1,7 +1,8 @@
 """Measure the time model's constants on this host (``gnnscale tune --calibrate``).
 
 Compute constants per thread count (1, 2, 4, ... up to the cores of this host): the CSR
-aggregation kernel the engine uses (``gamma_edge``, per edge x feature), dense GEMMs
+aggregation kernel the engine uses (``gamma_nnz`` per edge and ``gamma_edge`` per edge x
+feature, fitted over rows of several widths: narrow rows cost mostly per edge), dense GEMMs
 (``gamma_flop``), an elementwise op (``gamma_elem``) and a row gather + scatter-add
 (``gamma_gather``, GAT's per-edge work), each on data that stays in the cache and again on
 data four times the last-level cache, within bounds (:func:`beyond_cache_working_set`)
@@ -97,6 +98,23 @@ def _median_time(fn, repeats: int = 5, what: str = "") -> float:
     return float(np.median(times))
 
 
+def per_edge_and_value(nnz, widths, seconds) -> tuple[float, float]:
+    """``(seconds per non-zero, seconds per non-zero and value)`` of aggregations of ``nnz``
+    non-zeros over rows ``widths`` wide that took ``seconds``: ``t = nnz (a + b w)`` fitted
+    with each measurement's relative error counting alike, neither constant negative (where
+    one would be, the other alone fits through the origin). Needs two widths or more to tell
+    them apart; with one, everything is per value."""
+    nnz, widths, seconds = (np.asarray(v, dtype=np.float64) for v in (nnz, widths, seconds))
+    design = np.stack([nnz, nnz * widths], axis=1) / seconds[:, None]
+    if np.unique(widths).size >= 2:
+        (per_nnz, per_value), *_ = np.linalg.lstsq(design, np.ones_like(seconds), rcond=None)
+        if per_nnz >= 0 and per_value >= 0:
+            return float(per_nnz), float(per_value)
+        if per_value < 0:
+            return _through_origin(nnz, seconds), 0.0
+    return 0.0, _through_origin(nnz * widths, seconds)
+
+
 def _through_origin(work, seconds) -> float:
     work, seconds = np.asarray(work, float), np.asarray(seconds, float)
     return float(max(0.0, (work @ seconds) / (work @ work)))
@@ -160,11 +178,17 @@ def compute_constants(threads: int, scale: float = 1.0, cache_bytes: int | None 
 KNEE_WIDTH, KNEE_DEGREE, KNEE_SMALLEST = 32, 8, 1 << 20
 
 
+def knee_rate(constants: dict) -> float:
+    """Seconds per edge value of the knee's aggregation (rows :data:`KNEE_WIDTH` wide) beyond
+    the cache, from :func:`compute_constants`' ``*_mem`` constants."""
+    return constants["gamma_edge_mem"] + constants.get("gamma_nnz_mem", 0.0) / KNEE_WIDTH
+
+
 def measure_cache_knee(beyond: int, beyond_rate: float) -> float:
     """The cache this process effectively has, in bytes
     (:func:`planning.cache_knee.fit_cache_knee`): the aggregation's time per edge value at
     working sets of 1 MiB, 2 MiB, 4 MiB, ... up to a quarter of ``beyond``, where it took
-    ``beyond_rate`` (``gamma_edge_mem``, measured at that size with the same degree)."""
+    ``beyond_rate`` (:func:`knee_rate`, measured at that size with the same degree)."""
     from planning.cache_knee import fit_cache_knee
 
     from ..graph.sparse import SparseBlock
@@ -205,21 +229,24 @@ def _constants_at(size, cached: bool, working_set: int = 0) -> dict:
     rng = np.random.default_rng(0)
     suffix = "" if cached else "_mem"
     if cached:
+        # rows 16, 64 and 128 wide, each at most 2.5 MB of rows: in a core's own cache
         aggregations = [(size(n), deg, w) for n, deg, w in
-                        ((20000, 10, 16), (20000, 20, 64), (50000, 10, 128))]
+                        ((40000, 10, 16), (10000, 20, 64), (5000, 10, 128))]
         elements = [max(1 << 14, size(n)) for n in (1 << 18, 1 << 20, 1 << 22)]
         gathered = [(size(rows), w) for rows, w in ((20000, 16), (100000, 64))]
     else:  # every gathered row, array or table beyond the cache
         aggregations = [(working_set // (4 * w), 8, w) for w in (32, 64)]
         elements = [working_set // 4]
         gathered = [(working_set // (4 * 64), 64)]  # one gathered row per table row
-    agg_work, agg_s = [], []
+    agg_nnz, agg_widths, agg_s = [], [], []
     for n, deg, width in aggregations:
         matrix = _random_csr(n, deg, rng)
         block, x = SparseBlock(matrix), _values(n, width)
-        agg_work.append(matrix.nnz * width)
+        agg_nnz.append(matrix.nnz)
+        agg_widths.append(width)
         agg_s.append(_median_time(lambda: block.matmul(x), what=f"aggregation{suffix}"))
         del matrix, block, x
+    per_nnz, per_value = per_edge_and_value(agg_nnz, agg_widths, agg_s)
     elems, elem_s = [], []
     for n in elements:
         x, out = _values(n), torch.empty(n)
@@ -234,7 +261,7 @@ def _constants_at(size, cached: bool, working_set: int = 0) -> dict:
         gathers.append(2 * len(index) * width)  # one gather + one scatter-add per edge value
         gather_s.append(_median_time(lambda: out.index_add_(0, index, src.index_select(0, index)),
                                     what=f"gather{suffix}"))
-    constants = {f"gamma_edge{suffix}": _through_origin(agg_work, agg_s),
+    constants = {f"gamma_edge{suffix}": per_value, f"gamma_nnz{suffix}": per_nnz,
                  f"gamma_elem{suffix}": _through_origin(elems, elem_s),
                  f"gamma_gather{suffix}": _through_origin(gathers, gather_s)}
     if cached:
@@ -381,7 +408,7 @@ def calibrate(max_threads: int | None = None, scale: float = 1.0, shared_memory:
         torch.set_num_threads(1)
         llc = last_level_cache_bytes()
         cache = min(float(llc), measure_cache_knee(beyond_cache_working_set(llc),
-                                                   compute[1]["gamma_edge_mem"]))
+                                                   knee_rate(compute[1])))
         say(f"calibrated the cache: {cache / 2**20:.1f} MiB effective ({llc / 2**20:.0f} MiB "
             f"last-level cache reported)")
         steadiness.where = ""
@@ -438,7 +465,7 @@ def calibrate_in_job(comm, threads: int, scale: float = 1.0, host_cores: int | N
                 at_once = turns.count(turn)
                 compute = compute_constants(threads, scale, measuring_at_once=at_once)
                 knee = measure_cache_knee(beyond_cache_working_set(llc, at_once),
-                                          compute["gamma_edge_mem"])
+                                          knee_rate(compute))
         comm.barrier()
     finally:
         torch.set_num_threads(saved)
