@@ -101,17 +101,16 @@ def _median_time(fn, repeats: int = 5, what: str = "") -> float:
 def per_edge_and_value(nnz, widths, seconds) -> tuple[float, float]:
     """``(seconds per non-zero, seconds per non-zero and value)`` of aggregations of ``nnz``
     non-zeros over rows ``widths`` wide that took ``seconds``: ``t = nnz (a + b w)`` fitted
-    with each measurement's relative error counting alike, neither constant negative (where
-    one would be, the other alone fits through the origin). Needs two widths or more to tell
-    them apart; with one, everything is per value."""
+    with each measurement's relative error counting alike. Needs two widths or more to tell
+    them apart, and measurements that do (the wider rows slower per edge, the narrower slower
+    per value); otherwise (one width, or a noisy host) everything is per value, the cost per
+    edge 0."""
     nnz, widths, seconds = (np.asarray(v, dtype=np.float64) for v in (nnz, widths, seconds))
     design = np.stack([nnz, nnz * widths], axis=1) / seconds[:, None]
     if np.unique(widths).size >= 2:
         (per_nnz, per_value), *_ = np.linalg.lstsq(design, np.ones_like(seconds), rcond=None)
-        if per_nnz >= 0 and per_value >= 0:
+        if per_nnz >= 0 and per_value > 0:
             return float(per_nnz), float(per_value)
-        if per_value < 0:
-            return _through_origin(nnz, seconds), 0.0
     return 0.0, _through_origin(nnz * widths, seconds)
 
 
