@@ -470,11 +470,12 @@ def calibrate_in_job(comm, threads: int, scale: float = 1.0, host_cores: int | N
         torch.set_num_threads(saved)
     shm = fit_alltoallv(alltoallv_timings(comm)) if comm.size > 1 else \
         {"shm_alpha": CostModel().shm_alpha, "shm_beta": CostModel().shm_beta}
-    everyone = comm.allgather_object((compute, knee, socket.gethostname()))
+    here = socket.gethostname()
+    everyone = comm.allgather_object((compute, knee, here))
     median = {k: float(np.median([c[k] for c, _, _ in everyone])) for k in compute}
     # the model divides a host's cache among its ranks: the knee each rank measured (beside
     # the others measuring at once) times the job's ranks on this host
-    on_this_host = sum(host == socket.gethostname() for _, _, host in everyone)
+    on_this_host = sum(host == here for _, _, host in everyone)
     cache = min(float(llc), float(np.median([k for _, k, _ in everyone])) * on_this_host)
     costs = CostModel(compute={threads: median}, layer_overhead_s=0.0, cache_bytes=cache, **shm)
     costs.layer_overhead_s, costs.exchange_overhead_s = job_fixed_costs(comm, costs, threads,

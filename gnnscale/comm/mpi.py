@@ -57,10 +57,6 @@ _NUMPY_NATIVE = {torch.float32: np.float32, torch.float64: np.float64, torch.int
                  torch.uint8: np.uint8}
 
 
-def _mpi():
-    return load_mpi()
-
-
 def _as_numpy(tensor: torch.Tensor) -> np.ndarray:
     """Zero-copy NumPy view of a contiguous CPU tensor (bf16/f16 as int16 words)."""
     if tensor.device.type != "cpu":
@@ -102,7 +98,7 @@ _WORLD_BOARD: list = []
 def world_failure_board() -> FailureBoard:
     """The process's failure board on ``MPI.COMM_WORLD`` (created once, collectively)."""
     if not _WORLD_BOARD:
-        MPI = _mpi()
+        MPI = load_mpi()
         board = MPIFailureBoard(MPI.COMM_WORLD) if MPI.COMM_WORLD.Get_size() > 1 \
             else FailureBoard()
         atexit.register(board.close)  # runs before mpi4py's MPI_Finalize (registered earlier)
@@ -142,7 +138,7 @@ class MPICommunicator(GuardedCommunicator):
     def __init__(self, mpi_comm=None, *, timeout: float | None = None, check: bool | None = None,
                  ring_min_bytes: int | None = None, guard: Guard | None = None,
                  name: str = "world"):
-        MPI = _mpi()
+        MPI = load_mpi()
         self._MPI = MPI
         self.mpi_comm = MPI.COMM_WORLD if mpi_comm is None else mpi_comm
         self._rank = self.mpi_comm.Get_rank()
