@@ -64,6 +64,12 @@ def _same_host(world) -> bool:
     return len(set(world.allgather(socket.gethostname()))) == 1
 
 
+def _groups_made() -> int:
+    """How many process groups this process has made: torch's name for its next group with
+    ``use_local_synchronization`` is a hash of the ranks and this count."""
+    return len(dist.distributed_c10d._world.pg_names)
+
+
 def _store_over_mpi(world, timeout: float):
     """Rank 0 starts a TCPStore on a free port and shares (address, port) through MPI."""
     rank, size = world.Get_rank(), world.Get_size()
@@ -305,8 +311,16 @@ class TorchCommunicator(GuardedCommunicator):
 
     def split(self, color: int, key: int | None = None) -> "TorchCommunicator":
         key = self._rank if key is None else int(key)
-        entries = self.allgather_object((int(color), key, self._rank))
-        members = sorted((k, r) for c, k, r in entries if c == int(color))
+        entries = self.allgather_object((int(color), key, self._rank, _groups_made()))
+        members = sorted((k, r) for c, k, r, _ in entries if c == int(color))
+        made = {r: n for c, _, r, n in entries if c == int(color)}
+        if len(set(made.values())) > 1:
+            # torch names the new group by how many groups the process has made: members
+            # that made different numbers would each wait for the others under another name
+            raise ValueError(
+                f"split({int(color)}): its ranks have made different numbers of torch process "
+                f"groups (rank: groups {made}), so torch would wait forever for them to meet; "
+                f"split (and make groups) on every rank in the same order")
         global_members = [self._global_ranks[r] for _, r in members]
         group = dist.new_group(global_members, use_local_synchronization=True,
                                sort_ranks=False)

@@ -5,7 +5,9 @@ Usage: [mpirun -n N] python comm_driver.py BACKEND [CASE...]
 
 CASE is ``collectives:K``: every collective checked on the first K ranks (on the communicator
 ``init(BACKEND)`` returned when K is N, else on one split off it, the other ranks checking
-theirs beside it), or ``extra:NODE_SIZE``: comm_extra_driver.py's checks on the world. Without
+theirs beside it), ``extra:NODE_SIZE``: comm_extra_driver.py's checks on the world, or
+``uneven:R`` (torch backend, last): rank R makes one process group more, and the next split is
+refused on every rank. Without
 a case: ``collectives:N``. Every rank that passed its part of a case prints ``CASE rank R of N
 ok``; a check that fails raises, which prints its traceback and (with more than one rank)
 aborts the job, so no case after it prints anything. After the last case rank 0 prints
@@ -58,11 +60,31 @@ def check_collectives(comm) -> None:
     comm.barrier()
 
 
+def check_uneven_groups_refused(world, extra_on: int) -> None:
+    """Rank ``extra_on`` makes one torch process group more than the others: the next split
+    is refused on every rank, naming the counts, instead of waiting forever. Leaves the ranks
+    uneven, so it is the launch's last case."""
+    import torch.distributed as dist
+
+    if world.rank == extra_on:
+        dist.new_group([extra_on], use_local_synchronization=True)
+    try:
+        world.split(0)
+    except ValueError as error:
+        assert "different numbers of torch process groups" in str(error), error
+    else:
+        raise AssertionError("a split over uneven process groups was not refused")
+
+
 def run_case(world, case: str) -> None:
     """Run ``case`` (see the module doc); every rank says it passed its part."""
     kind, value = case.split(":")
     if kind == "extra":
         check_extra_paths(world, int(value))
+    elif kind == "uneven":
+        check_uneven_groups_refused(world, int(value))
+        print(f"{case} rank {world.rank} of {world.size} ok", flush=True)
+        return  # the world cannot split any more; its barrier still works
     elif int(value) == world.size:
         check_collectives(world)
     else:

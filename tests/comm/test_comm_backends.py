@@ -20,7 +20,8 @@ def torch_job():
     off it, then the extra paths on the world. Every check compares with values computed on
     the spot (or the hierarchical allreduce with the flat one, both in the same case), so
     what one case leaves behind could not make another pass."""
-    return run_cases(3, "torch", ["collectives:3", "collectives:2", "extra:2"], timeout=240)
+    return run_cases(3, "torch", ["collectives:3", "collectives:2", "extra:2", "uneven:0"],
+                     timeout=240)
 
 
 def test_torch_backend_collectives_under_mpirun(torch_job):
@@ -28,6 +29,12 @@ def test_torch_backend_collectives_under_mpirun(torch_job):
     MPI's, on the world and on a sub-group."""
     assert_case_passed(torch_job, "collectives:3", 3)
     assert_case_passed(torch_job, "collectives:2", 3)
+
+
+def test_torch_split_over_uneven_groups_is_refused(torch_job):
+    """A rank that made one torch process group more than its peers: the next split raises
+    on every rank, naming the counts, where torch alone would wait forever."""
+    assert_case_passed(torch_job, "uneven:0", 3)
 
 
 def test_torch_backend_in_a_plain_process():
