@@ -76,6 +76,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from _host_constants import pooled_constants, resolved_orders  # noqa: E402
 from _workload import training_step_s  # noqa: E402
 
 DATA_ROOT = REPO / "datasets"  # the datasets shipped with the repository
@@ -426,6 +427,8 @@ def run_vcluster(args) -> None:
                                            if cell_key(c) not in keys] + rows
                         out.write_text(json.dumps(result, indent=1, default=_json_default))
                         del rows
+    add_pooled_predictions(result, args)
+    out.write_text(json.dumps(result, indent=1, default=_json_default))
 
 
 def _json_default(value):
@@ -444,20 +447,40 @@ def repredict(path: Path, args) -> None:
                                           "hidden": cell.get("hidden", args.hidden)})
         links = {cell["network"]: cell["link"]} if "link" in cell else None
         fresh = predict_cells(Shape(cell["shape"]), cell["workload"], cell["ranks"],
-                              [cell["network"]], spec_args, cell["in_job_cost_model"],
-                              cell.get("model", "gcn"), links)[0]
+                              [(cell["network"], cell.get("halo_dtype", "float32"))],
+                              spec_args, cell["in_job_cost_model"], cell.get("model", "gcn"),
+                              links)[0]
         if "link" in cell:
             fresh["predicted_hidden"] = 1 - fresh["predicted_exchange_exposed_s"] / \
                 fresh["predicted_exchange_s"] if fresh["predicted_exchange_s"] > 0 else None
         cell.update({k: v for k, v in fresh.items() if k != "network"})
+    add_pooled_predictions(result, args)
     path.write_text(json.dumps(result, indent=1, default=_json_default))
+
+
+def add_pooled_predictions(result: dict, args) -> None:
+    """``pooled_step_s`` and ``pooled_eval_s`` for every ``--vcluster`` cell: its prediction
+    with its run's host constants (:func:`_host_constants.pooled_constants`), so that the
+    partitioners of a group are compared with one calibration, as ``gnnscale tune`` does."""
+    cells = [c for c in result["cells"] if "link" in c]
+    pooled = pooled_constants(cells)
+    for cell in cells:
+        spec_args = argparse.Namespace(**{**vars(args),
+                                          "hidden": cell.get("hidden", args.hidden)})
+        fresh = predict_cells(Shape(cell["shape"]), cell["workload"], cell["ranks"],
+                              [(cell["network"], cell.get("halo_dtype", "float32"))],
+                              spec_args, pooled[cell.get("run", 0)], cell.get("model", "gcn"),
+                              {cell["network"]: cell["link"]})[0]
+        cell["pooled_step_s"], cell["pooled_eval_s"] = \
+            fresh["predicted_step_s"], fresh["predicted_eval_s"]
 
 
 def report(path) -> dict:
     """Print the table and the two targets; returns the summary."""
-    cells = merged_cells(json.loads(Path(path).read_text())["cells"])
+    raw = json.loads(Path(path).read_text())["cells"]
+    cells = merged_cells(raw)
     if any(c["network"].startswith("vc:") for c in cells):
-        return report_vcluster(cells)
+        return report_vcluster(cells, raw)
     print(f"{'dataset':<24} {'method':<7} {'ranks':>5} {'network':>7} {'pred ms':>9} "
           f"{'meas ms':>9} {'error':>7}")
     errors = []
@@ -480,19 +503,22 @@ def report(path) -> dict:
     return {"summary": summary, "orders": orders}
 
 
-def partitioner_orders(cells: list, fields: tuple) -> list:
+def partitioner_orders(cells: list, fields: tuple, predicted_key: str = "predicted_step_s",
+                       echo: bool = True) -> list:
     """Per group of cells equal in ``fields`` (two cells or more): the partitioners fastest
-    first as predicted and as measured, and whether they agree (printed too)."""
+    first as predicted (``predicted_key``) and as measured, and whether they agree (printed
+    too, with ``echo``)."""
     orders = []
     for key in sorted({tuple(c[f] for f in fields) for c in cells}):
         group = [c for c in cells if tuple(c[f] for f in fields) == key]
         if len(group) < 2:
             continue
-        predicted = [c["method"] for c in sorted(group, key=lambda c: c["predicted_step_s"])]
+        predicted = [c["method"] for c in sorted(group, key=lambda c: c[predicted_key])]
         measured = [c["method"] for c in sorted(group, key=lambda c: c["measured_step_s"])]
         orders.append({**dict(zip(fields, key)), "predicted": predicted, "measured": measured,
                        "equal": predicted == measured})
-        print(f"order {key}: predicted {predicted} measured {measured}")
+        if echo:
+            print(f"order {key}: predicted {predicted} measured {measured}")
     return orders
 
 
@@ -511,16 +537,18 @@ def _quiet(cell: dict) -> bool:
 HALO_ORDER = ("float32", "bfloat16", "int8", "int4", "int2")
 
 
-def report_vcluster(cells: list) -> dict:
+def report_vcluster(cells: list, raw: list | None = None) -> dict:
     """``--vcluster`` cells: the table, the median errors (step, evaluation; per dataset) and
     whether the predicted order of the partitioners equals the measured one per (dataset,
-    model, rate)."""
+    model, rate); the same with each run's host constants (``pooled_*``) where the cells have
+    them, and the order on the pairs the runs (``raw``: one cell per run) resolve."""
     rates = list(dict.fromkeys(c["network"] for c in sorted(
         cells, key=lambda c: -c["link"]["bandwidth_Bps"])))
+    pooled = all("pooled_step_s" in c for c in cells)
     lines = ["| graph | model | partitioner | link | halo | step pred / meas (ms) | error | "
+             + "step, host constants (ms) | error | " * pooled +
              "eval pred / meas (ms) | error | hidden pred / meas | halo MB/step pred / meas | "
-             "link MB/epoch | runs | load |", "|---|---|---|---|---|---|---|---|---|---|---|---|"
-             "---|---|"]
+             "link MB/epoch | runs | load |", "|---" * (14 + 2 * pooled) + "|"]
     order = {n: i for i, n in enumerate(rates)}
     cells = sorted([{"model": "gcn", "halo_dtype": "float32", **c} for c in cells],
                    key=lambda c: (c["dataset"], c["model"], order[c["network"]],
@@ -533,6 +561,9 @@ def report_vcluster(cells: list) -> dict:
             f"{c['network'][3:]} | {c['halo_dtype']} | {c['predicted_step_s'] * 1e3:.1f} / "
             f"{c['measured_step_s'] * 1e3:.1f} | "
             f"{100 * _rel(c['predicted_step_s'], c['measured_step_s']):+.0f}% | "
+            + (f"{c['pooled_step_s'] * 1e3:.1f} | "
+               f"{100 * _rel(c['pooled_step_s'], c['measured_step_s']):+.0f}% | "
+               if pooled else "") +
             f"{c['predicted_eval_s'] * 1e3:.1f} / {c['measured_eval_s'] * 1e3:.1f} | "
             f"{100 * _rel(c['predicted_eval_s'], c['measured_eval_s']):+.0f}% | "
             f"{hidden[0]} / {hidden[1]} | "
@@ -542,7 +573,7 @@ def report_vcluster(cells: list) -> dict:
             f"{'-' if c.get('load_1min') is None else format(c['load_1min'], '.1f')} |")
     table = "\n".join(lines)
     print(table)
-    orders = partitioner_orders(cells, ("dataset", "model", "network", "halo_dtype"))
+    orders = partitioner_orders(cells, ORDER_FIELDS)
 
     def median_error(subset, kind="step"):
         values = [abs(_rel(c[f"predicted_{kind}_s"], c[f"measured_{kind}_s"])) for c in subset]
@@ -569,8 +600,50 @@ def report_vcluster(cells: list) -> dict:
                "orders_equal": {n[3:]: f"{sum(o['equal'] for o in orders if o['network'] == n)}"
                                        f"/{sum(o['network'] == n for o in orders)}"
                                 for n in rates}}
+    if pooled:
+        summary["host_constants"] = _pooled_summary(cells, rates, median_error)
+    if raw is not None:
+        summary["resolved_orders"] = _resolved_summary(raw, rates, pooled)
     print(json.dumps(summary))
     return {"summary": summary, "orders": orders, "table": table}
+
+
+ORDER_FIELDS = ("dataset", "model", "network", "halo_dtype")
+
+
+def _pooled_summary(cells: list, rates: list, median_error) -> dict:
+    """Median errors and orders with each run's host constants (``pooled_*``)."""
+    as_pooled = [{**c, "predicted_step_s": c["pooled_step_s"],
+                  "predicted_eval_s": c["pooled_eval_s"]} for c in cells]
+    orders = partitioner_orders(as_pooled, ORDER_FIELDS, echo=False)
+    return {"step": median_error(as_pooled), "eval": median_error(as_pooled, "eval"),
+            "per_rate": {n[3:]: median_error([c for c in as_pooled if c["network"] == n])
+                         for n in rates},
+            "orders_equal": {n[3:]: f"{sum(o['equal'] for o in orders if o['network'] == n)}"
+                                    f"/{sum(o['network'] == n for o in orders)}"
+                             for n in rates}}
+
+
+def _resolved_summary(raw: list, rates: list, pooled: bool) -> dict:
+    """Per rate: the partitioner pairs the runs order alike (``resolved`` of ``pairs``), how
+    many of them each prediction orders the same way, and the groups where it orders all of
+    them alike."""
+    cells = [{"model": "gcn", "halo_dtype": "float32", **c} for c in raw]
+    out = {}
+    for n in rates:
+        at_rate = [c for c in cells if c["network"] == n]
+        entry = {}
+        for name, key in [("per_job", "predicted_step_s")] + \
+                [("host_constants", "pooled_step_s")] * pooled:
+            groups = resolved_orders(at_rate, ORDER_FIELDS, key)
+            resolved = sum(len(g["resolved"]) for g in groups)
+            entry.update({"pairs": sum(g["pairs"] for g in groups), "resolved": resolved,
+                          "groups": len(groups)})
+            entry[name] = {"pairs_alike": f"{sum(g['alike'] for g in groups)}/{resolved}",
+                           "groups_alike": sum(g["alike"] == len(g["resolved"])
+                                               for g in groups)}
+        out[n[3:]] = entry
+    return out
 
 
 def markdown(cells) -> str:
@@ -656,6 +729,9 @@ def main() -> None:
                     out.write_text(json.dumps(result, indent=1))
 
 
+POOLED_KEYS = ("pooled_step_s", "pooled_eval_s")  # add_pooled_predictions
+
+
 def cell_key(cell: dict) -> tuple:
     """One measurement: (dataset, method, ranks, network, run, model, halo dtype)."""
     return (cell["dataset"], cell["method"], cell["ranks"], cell["network"],
@@ -677,6 +753,8 @@ def merged_cells(cells: list) -> list:
         return float(np.median(values)) if values else None
 
     return [{**runs[0], **{k: float(np.median([r[k] for r in runs])) for k in keys},
+             **{k: median_of(runs, lambda r, k=k: r.get(k)) for k in POOLED_KEYS
+                if all(k in r for r in runs)},
              "measured_hidden": median_of(runs, lambda r: r.get("measured_hidden")),
              "load_1min": median_of(runs, lambda r: (r.get("load_average") or {})
                                     .get("before", [None])[0]),
