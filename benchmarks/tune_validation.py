@@ -45,7 +45,17 @@ latency link_probe measures across the bridge and the rate's bandwidth (the prob
 
     flock /tmp/gnnscale-bench.lock python benchmarks/tune_validation.py \
         --vcluster none 10gbit 1gbit 100mbit --datasets SNAP-ca-astroph rmat-18 \
-        --models gcn sage --methods metis kaminpar libra random --epochs 6 --runs 0 1 2
+        --models gcn sage --methods metis kaminpar libra random --epochs 3 --rounds 3 \
+        --runs 0 1 2 --methods-in-one-job
+
+``--methods-in-one-job`` trains every partitioner of a (dataset, model) in one job with one
+set of constants, as ``tune`` compares them: at each rate the partitions take turns of
+``--epochs`` epochs (the first of a turn not counted), ``--rounds`` rounds, the order rotating,
+so that the host's speed, which drifts within seconds on a shared machine, weighs on each
+alike. Without it each partitioner has a job (and constants) of its own. Every cell is also
+predicted with its run's host constants (``pooled_*``: the median of each constant over the
+run's jobs, :mod:`_host_constants`), and the report checks the predicted order on the pairs of
+partitioners that every run orders alike.
 
 ``--halo-dtypes float32 int8 int4`` measures each rate with each halo dtype in turn (the
 rows on the wire quantized as ``train --halo-dtype`` sends them), predicted with
@@ -123,71 +133,93 @@ def rank_main(args) -> None:
         os.sched_setaffinity(0, {cores[comm.rank % len(cores)]})  # machines (the cluster's
         # cores_per_host pins each host to its own already)
     data = load(args.datasets[0])
-    method = args.methods[0]
     from planning.workload import part_workload
 
-    partition = make_partitioner(method, num_parts=comm.size, seed=0).fit(data) \
-        if comm.rank == 0 else None
-    workload = part_workload(data, partition) if comm.rank == 0 else None
-    if method in ("libra", "hdrf") and comm.size > 1:
-        problem = broadcast_vertex_cut_problem(data, partition, comm)
-    else:
-        parts = torch.from_numpy(partition.node_parts.astype(np.int64)) if comm.rank == 0 \
-            else torch.empty(data.num_nodes, dtype=torch.int64)
-        problem = LocalProblem.from_graph_data(data, comm.broadcast(parts, root=0).numpy(),
-                                               comm)
+    jobs = {}  # method -> (problem, rank 0's workload): every --methods partition in one job
+    for method in args.methods:
+        partition = make_partitioner(method, num_parts=comm.size, seed=0).fit(data) \
+            if comm.rank == 0 else None
+        workload = part_workload(data, partition) if comm.rank == 0 else None
+        if method in ("libra", "hdrf") and comm.size > 1:
+            problem = broadcast_vertex_cut_problem(data, partition, comm)
+        else:
+            parts = torch.from_numpy(partition.node_parts.astype(np.int64)) \
+                if comm.rank == 0 else torch.empty(data.num_nodes, dtype=torch.int64)
+            problem = LocalProblem.from_graph_data(
+                data, comm.broadcast(parts, root=0).numpy(), comm)
+        jobs[method] = problem, workload
     from gnnscale.cli.calibrate import calibrate_in_job
-
     from gnnscale.graph.quantize import WIRE_FORMATS
 
     in_job = calibrate_in_job(comm, threads).to_dict()
-    plan = problem.graph.halo_plan
-    real = plan.comm
     rows = []
-    for index, (net, dtype) in enumerate(phases_of(args)):
-        plan.configure(message_dtype=WIRE_FORMATS.get(dtype) or getattr(torch, dtype),
-                       quantize_seed=0)
-        if vcluster:
-            _ask_driver(args.vcluster_dir, index, net, comm)
-            simulated = None
-        else:
-            simulated = network_of(net)
-        plan.comm = real if simulated is None else SlowNetwork(real, *simulated)
-        torch.manual_seed(0)
-        model = GNN(args.models[0], data.num_features, args.hidden, data.num_classes,
-                    num_layers=2)
-        trainer = Trainer(model, problem, comm, seed=0)
-        comm.barrier()
-        records = trainer.fit(args.epochs)
-        steps = [training_step_s(r.time) for r in records[1:]]
-        evals = [r.time["eval_s"] for r in records[1:]]
-        rows.append({"network": net, "halo_dtype": dtype,
-                     "measured_step_s": float(np.median(steps)),
-                     "measured_eval_s": float(np.median(evals)), "steps_s": steps,
-                     "evals_s": evals,
-                     "measured_parts_s": {k: float(np.median([r.time[k] for r in records[1:]]))
-                                          for k in ("forward_s", "backward_s", "optimizer_s",
-                                                    "grad_allreduce_s")},
-                     "halo_wait_s": float(np.median([r.time["halo_wait_s"]
-                                                     for r in records[1:]])),
-                     "halo_bytes_sent": int(np.median([r.halo_bytes_sent
-                                                       for r in records[1:]])),
-                     "epochs": len(records)})
+    index = 0
+    for net, dtype in [(n, d) for n in args.networks for d in args.halo_dtypes]:
+        simulated = None if vcluster else network_of(net)
+        trainers, records = {}, {m: [] for m in args.methods}
+        for method, (problem, _) in jobs.items():
+            plan = problem.graph.halo_plan
+            plan.configure(message_dtype=WIRE_FORMATS.get(dtype) or getattr(torch, dtype),
+                           quantize_seed=0)
+            plan.comm = plan.comm if simulated is None else SlowNetwork(plan.comm, *simulated)
+            torch.manual_seed(0)
+            model = GNN(args.models[0], data.num_features, args.hidden, data.num_classes,
+                        num_layers=2)
+            trainers[method] = Trainer(model, problem, comm, seed=0)
+        # the partitions take turns of --epochs epochs (the order rotating each round), so
+        # that the host's speed, which drifts within seconds on a shared machine, weighs on
+        # each alike; a turn's first epoch is not counted (the trainer's first, or the first
+        # after the link idled, whose shaping bucket passes a burst at full speed)
+        for turn in range(args.rounds):
+            shift = turn % len(args.methods)
+            for method in args.methods[shift:] + args.methods[:shift]:
+                if vcluster:
+                    _ask_driver(args.vcluster_dir, index, f"{net} {method}", comm)
+                else:
+                    comm.barrier()
+                index += 1
+                records[method] += [trainers[method].run_epoch()
+                                    for _ in range(args.epochs)][1:]
+        for method, (problem, _) in jobs.items():
+            plan = problem.graph.halo_plan
+            if isinstance(plan.comm, SlowNetwork):
+                plan.comm = plan.comm.inner
+            kept = records[method]
+            steps = [training_step_s(r.time) for r in kept]
+            rows.append({"network": net, "halo_dtype": dtype, "method": method,
+                         "measured_step_s": float(np.median(steps)),
+                         "measured_eval_s": float(np.median([r.time["eval_s"] for r in kept])),
+                         "steps_s": steps, "evals_s": [r.time["eval_s"] for r in kept],
+                         "measured_parts_s": {k: float(np.median([r.time[k] for r in kept]))
+                                              for k in ("forward_s", "backward_s",
+                                                        "optimizer_s", "grad_allreduce_s")},
+                         "halo_wait_s": float(np.median([r.time["halo_wait_s"]
+                                                         for r in kept])),
+                         "halo_bytes_sent": int(np.median([r.halo_bytes_sent for r in kept])),
+                         "epochs": args.rounds * args.epochs})
     if vcluster:
         _ask_driver(args.vcluster_dir, len(phases_of(args)), "end", comm)
-    plan.comm = real
     if comm.rank == 0:
         result_shape = {"num_features": data.num_features, "num_classes": data.num_classes}
-        workload = {k: v.tolist() if isinstance(v, np.ndarray) else v
-                    for k, v in workload.items()}
+        workloads = {m: {k: v.tolist() if isinstance(v, np.ndarray) else v
+                         for k, v in work.items()} for m, (_, work) in jobs.items()}
         print("RESULT " + json.dumps({"rows": rows, "in_job_cost_model": in_job,
-                                      "workload": workload,
+                                      "workloads": workloads,
                                       "shape": result_shape}), flush=True)
 
 
-def phases_of(args) -> list[tuple[str, str]]:
-    """The job's phases, in order: every ``--networks`` value with every ``--halo-dtypes``."""
-    return [(net, dtype) for net in args.networks for dtype in args.halo_dtypes]
+def phases_of(args) -> list[tuple[str, str, str]]:
+    """The job's phases, in order, one per turn: every ``--networks`` value with every
+    ``--halo-dtypes``, and within it ``--rounds`` rounds in which every ``--methods``
+    partition trains ``--epochs`` epochs, the order rotating by one each round:
+    ``(network, halo dtype, method)``."""
+    out = []
+    for net in args.networks:
+        for dtype in args.halo_dtypes:
+            for turn in range(args.rounds):
+                shift = turn % len(args.methods)
+                out += [(net, dtype, m) for m in args.methods[shift:] + args.methods[:shift]]
+    return out
 
 
 def _ask_driver(folder: str, index: int, net: str, comm) -> None:
@@ -268,13 +300,14 @@ def run_cell(dataset: str, method: str, ranks: int, args, run: int = 0) -> list[
     line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
     result = json.loads(line[len("RESULT "):])
     measured = result["rows"]
-    predicted = predict_cells(Shape(result["shape"]), result["workload"], ranks, phases,
+    workload = result["workloads"][method]
+    predicted = predict_cells(Shape(result["shape"]), workload, ranks, phases,
                               args, result["in_job_cost_model"])
     wall = time.perf_counter() - t0
     return [{"dataset": dataset, "method": method, "ranks": ranks, "hidden": args.hidden,
              "run": run, "calibration": "ranks with their own cores at once",
              **m, **p, "wall_s": wall,
-             "in_job_cost_model": result["in_job_cost_model"], "workload": result["workload"],
+             "in_job_cost_model": result["in_job_cost_model"], "workload": workload,
              "shape": result["shape"]}
             for m, p in zip(measured, predicted)]
 
@@ -308,9 +341,11 @@ def probe_links(cluster, rates: list) -> dict:
     return links
 
 
-def run_vcluster_cell(cluster, links: dict, dataset: str, model: str, method: str, args,
+def run_vcluster_cell(cluster, links: dict, dataset: str, model: str, methods: list, args,
                       run: int = 0) -> list[dict]:
-    """One (dataset, model, method) on the cluster's two hosts, one phase per link rate."""
+    """One job of (dataset, model) on the cluster's two hosts: at each link rate, each of
+    ``methods``' partitions training one epoch in turn (:func:`phases_of`), with one set of
+    constants; the link's bytes are counted per epoch and summed per partition."""
     import shutil
     import signal
     import tempfile
@@ -318,37 +353,41 @@ def run_vcluster_cell(cluster, links: dict, dataset: str, model: str, method: st
     from gnnscale.testing.cluster import parse_rate
 
     nets = list(links)
-    phases = [(net, dtype) for net in nets for dtype in args.halo_dtypes]
+    phases = phases_of(argparse.Namespace(networks=nets, halo_dtypes=args.halo_dtypes,
+                                          rounds=args.rounds, methods=list(methods)))
+    label = f"{dataset} {model} {'+'.join(methods)}"
     folder = Path(tempfile.mkdtemp(prefix="gnnscale-vc-bench-"))
     env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
            "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1",
            "PATH": f"{Path(sys.prefix) / 'bin'}:{os.environ['PATH']}"}
     argv = cluster.mpirun_argv(1, env=env) + [
-        sys.executable, __file__, "--rank-main", "--datasets", dataset, "--methods", method,
-        "--models", model, "--epochs", str(args.epochs), "--hidden", str(args.hidden),
+        sys.executable, __file__, "--rank-main", "--datasets", dataset, "--methods", *methods,
+        "--models", model, "--epochs", str(args.epochs), "--rounds", str(args.rounds),
+        "--hidden", str(args.hidden),
         "--vcluster-dir", str(folder), "--networks", *nets, "--halo-dtypes", *args.halo_dtypes]
     t0 = time.perf_counter()
     load_before = os.getloadavg()
     wire = []
     with (folder / "out").open("w") as out, (folder / "err").open("w") as err:
         job = cluster.popen("node0", argv, cwd=REPO, env=env, stdout=out, stderr=err)
-        index, start = 0, None
+        index, start, current = 0, None, None
         try:
             while job.poll() is None:
                 if time.perf_counter() - t0 > args.cell_timeout:
                     os.killpg(job.pid, signal.SIGKILL)
                     job.wait()
-                    raise RuntimeError(f"{dataset} {model} {method}: over {args.cell_timeout} s")
+                    raise RuntimeError(f"{label}: over {args.cell_timeout} s")
                 if not (folder / f"want-{index}").exists():
                     time.sleep(0.02)
                     continue
                 now = cluster.link_bytes("node0")
                 if start is not None:
                     wire.append((now[0] - start[0], now[1] - start[1]))
-                if index < len(phases):
-                    rate = links[phases[index][0]]["rate"]
+                if index < len(phases) and links[phases[index][0]]["rate"] != current:
+                    current = links[phases[index][0]]["rate"]
                     for host in cluster.hosts:
-                        cluster.set_rate(host.name, None if rate == "none" else parse_rate(rate))
+                        cluster.set_rate(host.name,
+                                         None if current == "none" else parse_rate(current))
                 start = cluster.link_bytes("node0")
                 (folder / f"go-{index}").write_text("")
                 index += 1
@@ -360,22 +399,30 @@ def run_vcluster_cell(cluster, links: dict, dataset: str, model: str, method: st
     if job.returncode != 0 or "RESULT " not in text:
         detail = ((folder / "err").read_text() + text)[-3000:]
         shutil.rmtree(folder, ignore_errors=True)
-        raise RuntimeError(f"{dataset} {model} {method} failed ({job.returncode}):\n{detail}")
+        raise RuntimeError(f"{label} failed ({job.returncode}):\n{detail}")
     shutil.rmtree(folder, ignore_errors=True)
     result = json.loads(next(x for x in text.splitlines() if x.startswith("RESULT "))[7:])
-    predicted = predict_cells(Shape(result["shape"]), result["workload"], 2, phases, args,
-                              result["in_job_cost_model"], model, links)
+    predicted = [predict_cells(Shape(result["shape"]), result["workloads"][m["method"]], 2,
+                               [(m["network"], m["halo_dtype"])], args,
+                               result["in_job_cost_model"], model, links)[0]
+                 for m in result["rows"]]
+    on_link = {}
+    for phase, (tx, rx) in zip(phases, wire):
+        total = on_link.setdefault(phase, [0, 0])
+        total[0], total[1] = total[0] + tx, total[1] + rx
     wall = time.perf_counter() - t0
     load_after = os.getloadavg()
     rows = []
-    for m, p, (tx, rx) in zip(result["rows"], predicted, wire):
+    for m, p in zip(result["rows"], predicted):
+        tx, rx = on_link[(m["network"], m["halo_dtype"], m["method"])]
         link = links[m["network"]]
         epochs = m["epochs"]
         wire_s = m["halo_bytes_sent"] / link["bandwidth_Bps"] + \
             p["predicted_exchanges_step"] * link["latency_s"]
-        rows.append({"dataset": dataset, "model": model, "method": method, "ranks": 2,
+        rows.append({"dataset": dataset, "model": model, "ranks": 2,
                      "hidden": args.hidden, "run": run, "link": link,
-                     "calibration": "ranks with their own cores at once", **m, **p,
+                     "calibration": "ranks with their own cores at once",
+                     "methods_in_job": list(methods), **m, **p,
                      "wire_tx_bytes_epoch": tx / epochs, "wire_rx_bytes_epoch": rx / epochs,
                      "measured_hidden": max(0.0, 1 - m["halo_wait_s"] / wire_s)
                      if wire_s > 0 else None,
@@ -384,7 +431,7 @@ def run_vcluster_cell(cluster, links: dict, dataset: str, model: str, method: st
                      "wall_s": wall, "load_average": {"before": load_before,
                                                       "after": load_after},
                      "in_job_cost_model": result["in_job_cost_model"],
-                     "workload": result["workload"], "shape": result["shape"]})
+                     "workload": result["workloads"][m["method"]], "shape": result["shape"]})
     return rows
 
 
@@ -401,16 +448,18 @@ def run_vcluster(args) -> None:
         for run in args.runs:
             for dataset in args.datasets:
                 for model in args.models:
-                    for method in args.methods:
+                    groups = [args.methods] if args.methods_in_one_job else \
+                        [[m] for m in args.methods]
+                    for methods in groups:
                         try:
-                            rows = run_vcluster_cell(cluster, links, dataset, model, method,
+                            rows = run_vcluster_cell(cluster, links, dataset, model, methods,
                                                      args, run)
                         except RuntimeError as error:  # the others still run; said here
-                            print(f"{dataset} {model} {method} run {run}: not measured: "
-                                  f"{error}", flush=True)
+                            print(f"{dataset} {model} {'+'.join(methods)} run {run}: not "
+                                  f"measured: {error}", flush=True)
                             continue
                         for row in rows:
-                            print(f"{dataset} {model} {method} {row['network']} "
+                            print(f"{dataset} {model} {row['method']} {row['network']} "
                                   f"{row['halo_dtype']} run {run}: "
                                   f"step {row['predicted_step_s'] * 1e3:.2f} / "
                                   f"{row['measured_step_s'] * 1e3:.2f} ms, eval "
@@ -671,7 +720,11 @@ def main() -> None:
     parser.add_argument("--methods", nargs="+", default=["metis", "libra", "random"])
     parser.add_argument("--ranks", nargs="+", type=int, default=[1, 2, 4, 8])
     parser.add_argument("--networks", nargs="+", default=list(NETWORKS))
-    parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--epochs", type=int, default=5,
+                        help="epochs a partition trains per turn, the first not counted")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="turns per partition at each network (with "
+                             "--methods-in-one-job: the partitions alternate)")
     parser.add_argument("--hidden", type=int, default=16)
     parser.add_argument("--host-cores", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--cost-model", default=None)
@@ -688,6 +741,10 @@ def main() -> None:
     parser.add_argument("--halo-dtypes", nargs="+", default=["float32"],
                         help="halo dtypes each network is measured with, in turn (float32, "
                              "bfloat16, int8, int4, int2)")
+    parser.add_argument("--methods-in-one-job", action="store_true",
+                        help="with --vcluster: one job per (dataset, model) trains every "
+                             "--methods partition in turn at each rate, with one set of "
+                             "constants (as tune compares them), instead of a job each")
     parser.add_argument("--cell-timeout", type=float, default=600,
                         help="seconds a --vcluster job may take (default 600)")
     parser.add_argument("--vcluster-dir", default=None, help=argparse.SUPPRESS)
