@@ -11,6 +11,14 @@ Three steps, each rerunnable (hold the benchmark lock around ``stats`` and ``wir
     python benchmarks/projection.py project \
         --cost-model benchmarks/results/cost_model_here.json
 
+``cost_model_here.json`` is the median of three ``gnnscale tune --calibrate`` runs on this
+host (``constants``)::
+
+    for i in 1 2 3; do flock /tmp/gnnscale-bench.lock gnnscale tune --dataset tolokers \
+        --data-root datasets --methods metis --parts 2 --calibrate --no-plot --out /tmp/cm$i; done
+    python benchmarks/projection.py constants /tmp/cm1-cost-model.json \
+        /tmp/cm2-cost-model.json /tmp/cm3-cost-model.json
+
 ``stats`` partitions R-MAT ``--scale`` (products-sized at 21: 2.1M nodes; 100 features,
 47 classes like ogbn-products) or the dcsbm graph with ogbn-products' published figures at full
 size (``--graph dcsbm``: 2.45M nodes, 123.7M directed edges) into every part count and appends
@@ -60,8 +68,10 @@ ASSUMPTIONS = {
              "(32 threads), per socket (16) or per core (1), ranks placed on hosts in order; "
              "compute constants and the fixed cost per layer calibrated on this host for 1 and "
              "2 threads, cached and beyond the cache, a rank of more threads scaled ideally "
-             "from 2 (CostModel.constants_for), with this host's last-level cache (32 MiB) "
-             "shared by a host's ranks; halo encoding and decoding measured here "
+             "from 2 (CostModel.constants_for), with the cache share fitted here "
+             "(cost_model_here.json's cache_bytes) shared by a host's ranks; every part's reads "
+             "spread over the rows it reads (no gather_share in the stored statistics); "
+             "halo encoding and decoding measured here "
              "(projection.py wire); shared-memory alltoallv within a host 1 us per message and "
              "10 GB/s; every host link shared by its ranks; hierarchical gradient allreduce",
 }
@@ -422,8 +432,27 @@ def main() -> None:
     p.add_argument("--cost-model", default=str(REPO / "benchmarks" / "results"
                                                / "cost_model_here.json"))
     sub.add_parser("table", help="print the docs/planning.md tables of projection.json")
+    c = sub.add_parser("constants", help="the median of each constant over several "
+                                         "`gnnscale tune --calibrate` files")
+    c.add_argument("files", nargs="+")
+    c.add_argument("--out", default=str(REPO / "benchmarks" / "results"
+                                        / "cost_model_here.json"))
     args = parser.parse_args()
-    {"stats": stats, "wire": wire, "project": project, "table": table}[args.step](args)
+    {"stats": stats, "wire": wire, "project": project, "table": table,
+     "constants": constants}[args.step](args)
+
+
+def constants(args) -> None:
+    """``--out``: the median of every constant over ``files`` (calibrations of this host,
+    which scatter from one to the next on a shared machine: the cache share 10-64 MiB)."""
+    from _host_constants import median_tree
+
+    from planning.cost_model import CostModel
+
+    merged = median_tree([json.loads(Path(f).read_text()) for f in args.files])
+    CostModel.from_dict(merged)  # refuses a missing or negative constant
+    Path(args.out).write_text(json.dumps(merged, indent=1) + "\n")
+    print(f"wrote {args.out}: the median of {len(args.files)} calibrations")
 
 
 if __name__ == "__main__":
