@@ -98,6 +98,25 @@ def _median_time(fn, repeats: int = 5, what: str = "") -> float:
     return float(np.median(times))
 
 
+def _interleaved_median_times(fns: list, repeats: int = 7, what: str = "") -> list[float]:
+    """:func:`_median_time` of each of ``fns``, the calls taking turns (one untimed call each,
+    then ``repeats`` rounds of one timed call each), so that a host whose speed drifts within
+    seconds slows every measurement alike: a fit across them (as :func:`per_edge_and_value`'s
+    across widths) would otherwise read the drift as a difference between them."""
+    for fn in fns:
+        fn()
+    times = [[] for _ in fns]
+    for _ in range(repeats):
+        for fn, taken in zip(fns, times):
+            t0 = clock()
+            fn()
+            taken.append(clock() - t0)
+    if _steadiness is not None:
+        for taken in times:
+            _steadiness.add(what, taken)
+    return [float(np.median(taken)) for taken in times]
+
+
 def per_edge_and_value(nnz, widths, seconds) -> tuple[float, float]:
     """``(seconds per non-zero, seconds per non-zero and value)`` of aggregations of ``nnz``
     non-zeros over rows ``widths`` wide that took ``seconds``: ``t = nnz (a + b w)`` fitted
@@ -238,7 +257,15 @@ def _constants_at(size, cached: bool, working_set: int = 0) -> dict:
         elements = [working_set // 4]
         gathered = [(working_set // (4 * 64), 64)]  # one gathered row per table row
     agg_nnz, agg_widths, agg_s = [], [], []
-    for n, deg, width in aggregations:
+    if cached:  # small: every width held at once, timed in turns
+        blocks = [(SparseBlock(_random_csr(n, deg, rng)), _values(n, w), w)
+                  for n, deg, w in aggregations]
+        agg_nnz = [block.nnz for block, _, _ in blocks]
+        agg_widths = [w for _, _, w in blocks]
+        agg_s = _interleaved_median_times(
+            [lambda b=block, x=x: b.matmul(x) for block, x, _ in blocks], what="aggregation")
+        del blocks
+    for n, deg, width in aggregations if not cached else ():
         matrix = _random_csr(n, deg, rng)
         block, x = SparseBlock(matrix), _values(n, width)
         agg_nnz.append(matrix.nnz)

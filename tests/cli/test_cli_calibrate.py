@@ -91,6 +91,17 @@ def test_long_calls_are_repeated_three_times_short_ones_five(durations, calls, m
     assert len(made) == calls
 
 
+def test_interleaved_measurements_take_turns_and_give_each_its_median(monkeypatch):
+    """The aggregation's widths are timed in turns (one untimed call each, then rounds of one
+    timed call each), so a drifting host slows every width alike; each gets its own median."""
+    monkeypatch.setattr(cal, "clock", FakeClock([1e-3]))
+    calls = []
+    medians = cal._interleaved_median_times([lambda: calls.append("a"),
+                                             lambda: calls.append("b")], repeats=3)
+    assert calls == ["a", "b"] * 4
+    assert medians == [pytest.approx(1e-3)] * 2
+
+
 def test_the_alltoallv_ranks_import_this_gnnscale_from_any_working_directory(tmp_path,
                                                                              monkeypatch):
     """A real 2-rank mpirun started from a folder holding another ``gnnscale`` (a checkout
