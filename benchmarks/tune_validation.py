@@ -344,8 +344,9 @@ def probe_links(cluster, rates: list) -> dict:
 def run_vcluster_cell(cluster, links: dict, dataset: str, model: str, methods: list, args,
                       run: int = 0) -> list[dict]:
     """One job of (dataset, model) on the cluster's two hosts: at each link rate, each of
-    ``methods``' partitions training one epoch in turn (:func:`phases_of`), with one set of
-    constants; the link's bytes are counted per epoch and summed per partition."""
+    ``methods``' partitions training ``--epochs`` epochs in turn, ``--rounds`` times
+    (:func:`phases_of`), with one set of constants; the link's bytes are counted per turn and
+    summed per partition."""
     import shutil
     import signal
     import tempfile
