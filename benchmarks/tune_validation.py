@@ -427,8 +427,7 @@ def run_vcluster_cell(cluster, links: dict, dataset: str, model: str, methods: l
                      "wire_tx_bytes_epoch": tx / epochs, "wire_rx_bytes_epoch": rx / epochs,
                      "measured_hidden": max(0.0, 1 - m["halo_wait_s"] / wire_s)
                      if wire_s > 0 else None,
-                     "predicted_hidden": 1 - p["predicted_exchange_exposed_s"]
-                     / p["predicted_exchange_s"] if p["predicted_exchange_s"] > 0 else None,
+                     "predicted_hidden": predicted_hidden(p),
                      "wall_s": wall, "load_average": {"before": load_before,
                                                       "after": load_after},
                      "in_job_cost_model": result["in_job_cost_model"],
@@ -493,19 +492,29 @@ def repredict(path: Path, args) -> None:
     if result.get("cost_model") and not args.cost_model:
         args.cost_model = result["cost_model"]
     for cell in result["cells"]:
-        spec_args = argparse.Namespace(**{**vars(args),
-                                          "hidden": cell.get("hidden", args.hidden)})
-        links = {cell["network"]: cell["link"]} if "link" in cell else None
-        fresh = predict_cells(Shape(cell["shape"]), cell["workload"], cell["ranks"],
-                              [(cell["network"], cell.get("halo_dtype", "float32"))],
-                              spec_args, cell["in_job_cost_model"], cell.get("model", "gcn"),
-                              links)[0]
+        fresh = predict_stored(cell, args, cell["in_job_cost_model"])
         if "link" in cell:
-            fresh["predicted_hidden"] = 1 - fresh["predicted_exchange_exposed_s"] / \
-                fresh["predicted_exchange_s"] if fresh["predicted_exchange_s"] > 0 else None
+            fresh["predicted_hidden"] = predicted_hidden(fresh)
         cell.update({k: v for k, v in fresh.items() if k != "network"})
     add_pooled_predictions(result, args)
     path.write_text(json.dumps(result, indent=1, default=_json_default))
+
+
+def predict_stored(cell: dict, args, constants: dict) -> dict:
+    """:func:`predict_cells` for one stored cell (its workload, shape, ranks, network, halo
+    dtype, model and hidden width; its link where it has one) with ``constants``."""
+    spec_args = argparse.Namespace(**{**vars(args), "hidden": cell.get("hidden", args.hidden)})
+    links = {cell["network"]: cell["link"]} if "link" in cell else None
+    return predict_cells(Shape(cell["shape"]), cell["workload"], cell["ranks"],
+                         [(cell["network"], cell.get("halo_dtype", "float32"))], spec_args,
+                         constants, cell.get("model", "gcn"), links)[0]
+
+
+def predicted_hidden(prediction: dict) -> float | None:
+    """The fraction of the exchange a prediction hides behind compute (None: no exchange)."""
+    if prediction["predicted_exchange_s"] <= 0:
+        return None
+    return 1 - prediction["predicted_exchange_exposed_s"] / prediction["predicted_exchange_s"]
 
 
 def add_pooled_predictions(result: dict, args) -> None:
@@ -515,12 +524,7 @@ def add_pooled_predictions(result: dict, args) -> None:
     cells = [c for c in result["cells"] if "link" in c]
     pooled = pooled_constants(cells)
     for cell in cells:
-        spec_args = argparse.Namespace(**{**vars(args),
-                                          "hidden": cell.get("hidden", args.hidden)})
-        fresh = predict_cells(Shape(cell["shape"]), cell["workload"], cell["ranks"],
-                              [(cell["network"], cell.get("halo_dtype", "float32"))],
-                              spec_args, pooled[cell.get("run", 0)], cell.get("model", "gcn"),
-                              {cell["network"]: cell["link"]})[0]
+        fresh = predict_stored(cell, args, pooled[cell.get("run", 0)])
         cell["pooled_step_s"], cell["pooled_eval_s"] = \
             fresh["predicted_step_s"], fresh["predicted_eval_s"]
 

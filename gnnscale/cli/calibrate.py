@@ -256,22 +256,21 @@ def _constants_at(size, cached: bool, working_set: int = 0) -> dict:
         aggregations = [(working_set // (4 * w), 8, w) for w in (32, 64)]
         elements = [working_set // 4]
         gathered = [(working_set // (4 * 64), 64)]  # one gathered row per table row
-    agg_nnz, agg_widths, agg_s = [], [], []
+    agg_widths = [w for _, _, w in aggregations]
     if cached:  # small: every width held at once, timed in turns
-        blocks = [(SparseBlock(_random_csr(n, deg, rng)), _values(n, w), w)
+        blocks = [(SparseBlock(_random_csr(n, deg, rng)), _values(n, w))
                   for n, deg, w in aggregations]
-        agg_nnz = [block.nnz for block, _, _ in blocks]
-        agg_widths = [w for _, _, w in blocks]
+        agg_nnz = [block.nnz for block, _ in blocks]
         agg_s = _interleaved_median_times(
-            [lambda b=block, x=x: b.matmul(x) for block, x, _ in blocks], what="aggregation")
+            [lambda b=block, x=x: b.matmul(x) for block, x in blocks], what="aggregation")
         del blocks
-    for n, deg, width in aggregations if not cached else ():
-        matrix = _random_csr(n, deg, rng)
-        block, x = SparseBlock(matrix), _values(n, width)
-        agg_nnz.append(matrix.nnz)
-        agg_widths.append(width)
-        agg_s.append(_median_time(lambda: block.matmul(x), what=f"aggregation{suffix}"))
-        del matrix, block, x
+    else:  # one at a time: each holds a working set beyond the cache
+        agg_nnz, agg_s = [], []
+        for n, deg, width in aggregations:
+            block, x = SparseBlock(_random_csr(n, deg, rng)), _values(n, width)
+            agg_nnz.append(block.nnz)
+            agg_s.append(_median_time(lambda: block.matmul(x), what=f"aggregation{suffix}"))
+            del block, x
     per_nnz, per_value = per_edge_and_value(agg_nnz, agg_widths, agg_s)
     elems, elem_s = [], []
     for n in elements:
