@@ -65,12 +65,14 @@ def init(backend: str = "auto", *, timeout: float | None = None, check: bool | N
     """
     from ..errors import CommError
     from .guard import install_failure_handler
+    from .guard.launcher_death import end_with_launcher
     from .single import SingleCommunicator
 
     if backend not in BACKENDS:
         raise CommError(f"unknown communication backend {backend!r}; choose one of "
                         f"{', '.join(BACKENDS)}")
     launch = detect_launch()
+    end_with_launcher(launch)  # a rank never outlives the launcher process that started it
     requested = backend
     if backend == "auto":
         backend = {"mpi": "mpi", "slurm": "mpi", "torchrun": "torch"}.get(launch.launcher,
