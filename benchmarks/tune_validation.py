@@ -94,15 +94,22 @@ NETWORKS = ("real", "100,1", "50,10")
 
 
 def load(name: str):
-    """``rmat-S``: R-MAT scale S with 128 random features, 16 classes; else a dataset name or
-    a folder under the repository's datasets/."""
+    """``rmat-S``: R-MAT scale S with 128 random features, 16 classes; else a folder under the
+    repository's datasets/, or a dataset name: shipped, or downloaded into the data root
+    (``$GNNSCALE_DATA_ROOT``, else the checkout's ``data/``; ``gnnscale datasets download
+    amazon0601``)."""
     from gnnscale.data import load_dataset
+    from gnnscale.data.load import find_dataset
 
     if name.startswith("rmat-"):
         return load_dataset("rmat", scale=int(name[5:]), num_features=128, num_classes=16,
                             seed=0)
     path = DATA_ROOT / name
-    return load_dataset(str(path) if path.exists() else name, root=str(DATA_ROOT))
+    if path.exists():
+        return load_dataset(str(path), root=str(DATA_ROOT))
+    downloaded = os.environ.get("GNNSCALE_DATA_ROOT") or str(REPO / "data")
+    return load_dataset(name, root=downloaded if find_dataset(name, downloaded) else
+                        str(DATA_ROOT))
 
 
 def network_of(text: str):

@@ -8,7 +8,9 @@ an interrupted transfer keeps the ``.part`` file and the next run continues it w
 ``Range`` request. When every file is complete, zip archives are extracted (member CRCs checked)
 and the finished folder is renamed into place (``data/Cora``, ``data/ogbn_arxiv``, ...). So a
 failed or interrupted download never leaves anything where the loaders look. SNAP's ``.txt.gz``
-files stay compressed: the SNAP loader reads gzip directly.
+files stay compressed: the SNAP loader reads gzip directly. A graph carried inside another
+package's ``.tar.gz`` (SNAP's amazon0601 in kuzu's source package on PyPI) is installed as its
+one file, gzip-compressed, and the archive is removed.
 
 Processes that download the same dataset into the same root at once (the ranks of one host
 under ``mpirun ... --download``) take turns through a lock file: the first downloads, the
@@ -18,15 +20,18 @@ others then find the dataset installed.
 from __future__ import annotations
 
 import contextlib
+import gzip
 import hashlib
 import http.client
 import io
 import os
 import re
 import shutil
+import tarfile
 import urllib.error
 import urllib.request
 import zipfile
+import zlib
 from pathlib import Path, PurePosixPath
 
 from gnnscale.data.registry import DatasetEntry, entry_for
@@ -43,6 +48,8 @@ def installed(entry: DatasetEntry, root) -> bool:
     root = Path(root)
     if entry.archive_folder is not None:
         return (root / entry.installs / "raw").is_dir()
+    if entry.tar_member is not None:
+        return (root / entry.tar_member.target).is_file()
     return all((root / file.target).is_file() for file in entry.files)
 
 
@@ -84,6 +91,8 @@ def download_dataset(name: str, root, *, base_url: str | None = None, progress: 
                           sha256=file.sha256, progress=progress, timeout=timeout)
                 if entry.archive_folder is not None:
                     _install_archive(entry, staging, root)
+                elif entry.tar_member is not None:
+                    _install_tar_member(entry, staging, root)
                 else:
                     _install_files(staging, root)
                 shutil.rmtree(staging, ignore_errors=True)
@@ -238,6 +247,34 @@ def _install_archive(entry: DatasetEntry, staging: Path, root: Path) -> None:
         raise DataError(f"{archive} has no {entry.archive_folder}/raw/ folder; not the "
                         f"expected {entry.name} archive")
     os.rename(inner, root / entry.installs)
+
+
+def _install_tar_member(entry: DatasetEntry, staging: Path, root: Path) -> None:
+    """Write the staged ``.tar.gz``'s member ``entry.tar_member.member``, gzip-compressed, to
+    ``root / entry.tar_member.target`` (through a staged file and one rename)."""
+    archive = staging / entry.files[0].target
+    wanted = entry.tar_member
+    staged = staging / "unpacked" / wanted.target
+    staged.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with tarfile.open(archive, "r:gz") as tar:
+            member = tar.getmember(wanted.member) if wanted.member in tar.getnames() else None
+            if member is None or not member.isfile():
+                raise DataError(f"{archive} holds no {wanted.member}; not the expected "
+                                f"{entry.name} archive; it was removed")
+            with tar.extractfile(member) as source, gzip.open(staged, "wb", 1) as copy:
+                shutil.copyfileobj(source, copy, _CHUNK)
+    except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
+        staged.unlink(missing_ok=True)
+        archive.unlink(missing_ok=True)
+        raise DataError(f"{archive} is not a valid .tar.gz archive ({exc}); it was removed "
+                        "(run again to download it anew)") from None
+    except DataError:
+        archive.unlink(missing_ok=True)
+        raise
+    target = root / wanted.target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(staged, target)
 
 
 @contextlib.contextmanager

@@ -23,7 +23,8 @@ _FILE_DATASETS = {
        for name in ("tolokers", "minesweeper", "roman_empire", "amazon_ratings", "questions")},
     **{name: ("snap", [f"SNAP-{name}/raw/{name}.txt.gz", f"{name}/raw/{name}.txt.gz",
                        f"{name}.txt.gz", f"{name}.txt"])
-       for name in ("email-enron", "email-enron-cc1", "facebook-combined", "astro-ph-cc1")},
+       for name in ("email-enron", "email-enron-cc1", "facebook-combined", "astro-ph-cc1",
+                    "amazon0601")},
     **{name.lower(): ("ogb", [name.replace("-", "_"), name])
        for name in ("ogbn-arxiv", "ogbn-products", "ogbn-papers100M")},
 }

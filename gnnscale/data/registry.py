@@ -28,6 +28,7 @@ SOURCES = {
     "heterophilous": "https://github.com/yandex-research/heterophilous-graphs/raw/main/data",
     "snap": "https://snap.stanford.edu/data",
     "ogb": "https://snap.stanford.edu/ogb/data/nodeproppred",
+    "kuzu": "https://files.pythonhosted.org/packages",  # PyPI's files: kuzu's source packages
 }
 
 _LICENCES = {
@@ -36,6 +37,8 @@ _LICENCES = {
     "snap": "SNAP, free for research use",
     "ogb": "per dataset, see ogb.stanford.edu (arxiv: ODC-BY; products: Amazon licence; "
            "papers100M: ODC-BY)",
+    "kuzu": "SNAP, free for research use (SNAP's graph as the kuzu 0.3.2 source package on "
+            "PyPI carries it for kuzu's tests; kuzu itself: MIT)",
 }
 
 
@@ -50,6 +53,15 @@ class RemoteFile:
 
 
 @dataclass(frozen=True)
+class TarMember:
+    """The one file of a downloaded ``.tar.gz`` that a dataset installs: ``member``'s bytes,
+    gzip-compressed, become ``target`` under the data root (the archive is then removed)."""
+
+    member: str
+    target: str
+
+
+@dataclass(frozen=True)
 class DatasetEntry:
     """A downloadable dataset.
 
@@ -60,6 +72,8 @@ class DatasetEntry:
         installs: folder (relative to the data root) that holds the dataset once installed;
             for a zip archive, the archive's top folder is renamed to it.
         archive_folder: for zip archives, the top folder inside the archive.
+        tar_member: for a ``.tar.gz`` that carries the dataset among other things (a source
+            package), the one file to install from it.
         size: download size for the listing where known ("" if not); the transfer itself is
             checked against the length the server announces.
         description: one line for ``gnnscale datasets list``.
@@ -72,6 +86,7 @@ class DatasetEntry:
     size: str
     description: str
     archive_folder: str | None = None
+    tar_member: TarMember | None = None
 
     @property
     def licence(self) -> str:
@@ -134,6 +149,17 @@ def _snap(name: str, remote: str, size: str, description: str) -> DatasetEntry:
     return DatasetEntry(name, "snap", (file,), f"SNAP-{name}", size, description)
 
 
+def _snap_in_kuzu(name: str, edges: str, size: str, description: str) -> DatasetEntry:
+    """A SNAP graph from kuzu 0.3.2's source package on PyPI, which carries SNAP's edge list
+    unchanged (``src<TAB>dst``, no comment lines) for kuzu's own tests."""
+    archive = RemoteFile("97/d5/0c574aad3323be3c1aefac58593fff0862322b18aeb2cd2c479ffe3dff86/"
+                         "kuzu-0.3.2.tar.gz", "kuzu-0.3.2.tar.gz",
+                         "f08366e0102ac3be6aeb2335563257e0c1a4977fecd20c5e124d2aeb8b818af6")
+    member = TarMember(f"sdist/kuzu-source/dataset/snap/{edges}", f"SNAP-{name}/raw/{name}.txt.gz")
+    return DatasetEntry(name, "kuzu", (archive,), f"SNAP-{name}", size, description,
+                        tar_member=member)
+
+
 def _ogb(name: str, archive: str, size: str, description: str) -> DatasetEntry:
     folder = name.replace("-", "_")
     return DatasetEntry(name, "ogb", (RemoteFile(f"{archive}.zip", f"{folder}.zip"),), folder,
@@ -155,6 +181,9 @@ REGISTRY: dict[str, DatasetEntry] = {entry.name: entry for entry in (
           "SNAP e-mail graph, 36,692 nodes, structure only"),
     _snap("facebook-combined", "facebook_combined.txt.gz", "",
           "SNAP ego-Facebook, 4,039 nodes, structure only"),
+    _snap_in_kuzu("amazon0601", "amazon0601/csv/amazon-edges.csv", "98 MB",
+                  "SNAP Amazon co-purchase graph (June 2003), 403,394 nodes, 3,387,388 edges, "
+                  "structure only"),
     _ogb("ogbn-arxiv", "arxiv", "81 MB", "OGB citation graph, 169,343 nodes, 40 classes"),
     _ogb("ogbn-products", "products", "1.4 GB",
          "OGB co-purchase graph, 2,449,029 nodes, 47 classes"),
