@@ -86,4 +86,30 @@ def test_rows_of_the_narrow_width_take_the_fixed_width_kernel(dtype, monkeypatch
     np.testing.assert_allclose(narrow, generic, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(narrow, matrix.astype(dtype) @ x, rtol=1e-5, atol=1e-6)
     kernels.csr_spmm(*args[:3], np.ascontiguousarray(x[:, :width - 1]), 500, 2)
-    assert calls == [1]  # other widths: the general kernel
+    assert calls == [1]  # other widths: another kernel
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_rows_under_the_narrow_width_take_the_small_kernel_with_the_same_sums(dtype,
+                                                                              monkeypatch):
+    """Widths 1 to 15 each have a compile-time trip count: the same sums, in the same order,
+    as the general kernel (bit for bit), with and without prefetching; wider rows do not."""
+    matrix = _matrix(700, 600, 9000, seed=3)
+    matrix.sum_duplicates()
+    rng = np.random.default_rng(1)
+    csr = (matrix.indptr.astype(np.int64), matrix.indices.astype(np.int32),
+           matrix.data.astype(dtype))
+    calls = []
+    real = kernels._csr_spmm_small
+    monkeypatch.setattr(kernels, "_csr_spmm_small", lambda *a: calls.append(a[3].shape[1])
+                        or real(*a))
+    for width in range(1, kernels.NARROW_WIDTH):
+        x = rng.standard_normal((600, width)).astype(dtype)
+        for ahead in (0, PREFETCH_EDGES):
+            small = kernels.csr_spmm(*csr, x, 700, 2, prefetch_edges=ahead)
+            general = kernels._csr_spmm(*csr, x, np.empty_like(small), ahead)
+            np.testing.assert_array_equal(small, general)
+        np.testing.assert_allclose(small, matrix.astype(dtype) @ x, rtol=1e-5, atol=1e-5)
+    assert calls == [w for w in range(1, kernels.NARROW_WIDTH) for _ in range(2)]
+    kernels.csr_spmm(*csr, rng.standard_normal((600, 17)).astype(dtype), 700, 2)
+    assert len(calls) == 2 * (kernels.NARROW_WIDTH - 1)  # 17 wide: the general kernel
