@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -43,6 +44,22 @@ def kill_session(sid: int) -> None:
                     os.kill(int(entry.name), signal.SIGKILL)
             except OSError:  # gone meanwhile
                 pass
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` is running (an ended one not yet reaped counts as gone)."""
+    try:
+        return "zombie" not in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+
+
+def still_alive_after(pids, seconds: float) -> list[int]:
+    """The pids of ``pids`` still alive after waiting up to ``seconds`` for them to end."""
+    deadline = time.monotonic() + seconds
+    while (left := [p for p in pids if alive(p)]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
 
 
 def run_command(cmd: list[str], timeout: float, env: dict | None = None,

@@ -258,7 +258,9 @@ def _install_tar_member(entry: DatasetEntry, staging: Path, root: Path) -> None:
     staged.parent.mkdir(parents=True, exist_ok=True)
     try:
         with tarfile.open(archive, "r:gz") as tar:
-            member = tar.getmember(wanted.member) if wanted.member in tar.getnames() else None
+            # one pass up to the member: listing every name first would decompress the whole
+            # archive, and reading the member then would decompress it again up to there
+            member = next((info for info in tar if info.name == wanted.member), None)
             if member is None or not member.isfile():
                 raise DataError(f"{archive} holds no {wanted.member}; not the expected "
                                 f"{entry.name} archive; it was removed")

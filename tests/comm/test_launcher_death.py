@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from mpi_launch import REPO_ROOT, kill_session, mpi_env, mpirun_path
+from mpi_launch import REPO_ROOT, alive, kill_session, mpi_env, mpirun_path, still_alive_after
 
 pytestmark = [pytest.mark.timeout(120),
               pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")]
@@ -34,22 +34,6 @@ child = subprocess.Popen([sys.executable, "-c", sys.argv[1]], stdout=subprocess.
 print(child.pid, child.stdout.readline().strip(), flush=True)
 child.wait()
 """
-
-
-def alive(pid: int) -> bool:
-    status = Path(f"/proc/{pid}/status")
-    try:
-        return "zombie" not in status.read_text()
-    except OSError:
-        return False
-
-
-def gone_within(pids, seconds: float) -> list[int]:
-    """The pids of ``pids`` still alive after waiting up to ``seconds`` for them to end."""
-    deadline = time.monotonic() + seconds
-    while (left := [p for p in pids if alive(p)]) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return left
 
 
 def parent_and_child(launcher_env: dict) -> tuple[subprocess.Popen, int, str]:
@@ -74,7 +58,7 @@ def test_rank_ends_when_its_launcher_is_killed(launcher_env):
         assert alive(child)
         os.kill(parent.pid, signal.SIGKILL)
         parent.wait()
-        assert gone_within([child], 5) == []
+        assert still_alive_after([child], 5) == []
     finally:
         kill_session(parent.pid)
 
@@ -113,6 +97,6 @@ def test_ranks_of_a_killed_mpirun_end_at_once(tmp_path):
         ranks = [int((pid_dir / f"rank-{r}.pid").read_text()) for r in range(2)]
         os.kill(job.pid, signal.SIGKILL)
         job.communicate()
-        assert gone_within(ranks, 5) == [], "ranks still training after mpirun was killed"
+        assert still_alive_after(ranks, 5) == [], "ranks still training after mpirun was killed"
     finally:
         kill_session(job.pid)

@@ -32,22 +32,26 @@ def no_internet(monkeypatch):
     monkeypatch.setenv(BASE_URL_ENV, "http://127.0.0.1:9")
 
 
+def serve(folder, data: bytes, monkeypatch) -> None:
+    """Serve ``data`` from the mirror where the entry's archive is, and give the registry entry
+    its SHA-256."""
+    path = folder / ENTRY.source / ENTRY.files[0].remote
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    archive = dataclasses.replace(ENTRY.files[0], sha256=hashlib.sha256(data).hexdigest())
+    monkeypatch.setitem(registry.REGISTRY, "amazon0601",
+                        dataclasses.replace(ENTRY, files=(archive,)))
+
+
 def serve_archive(folder, members: dict[str, bytes], monkeypatch) -> None:
-    """Write a .tar.gz holding ``members`` where the mirror serves the entry's archive, and
-    give the registry entry that archive's SHA-256."""
+    """:func:`serve` a .tar.gz holding ``members``."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
         for name, data in members.items():
             info = tarfile.TarInfo(name)
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
-    path = folder / ENTRY.source / ENTRY.files[0].remote
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(buffer.getvalue())
-    archive = dataclasses.replace(ENTRY.files[0],
-                                  sha256=hashlib.sha256(buffer.getvalue()).hexdigest())
-    monkeypatch.setitem(registry.REGISTRY, "amazon0601",
-                        dataclasses.replace(ENTRY, files=(archive,)))
+    serve(folder, buffer.getvalue(), monkeypatch)
 
 
 def edge_text(edges) -> bytes:
@@ -78,13 +82,7 @@ def test_the_member_is_installed_where_the_snap_loader_reads_it(tmp_path, monkey
 ])
 def test_a_wrong_archive_installs_nothing(tmp_path, monkeypatch, members, message):
     if members is None:  # bytes that are no archive at all
-        path = tmp_path / "mirror" / ENTRY.source / ENTRY.files[0].remote
-        path.parent.mkdir(parents=True)
-        path.write_bytes(b"not an archive")
-        archive = dataclasses.replace(ENTRY.files[0],
-                                      sha256=hashlib.sha256(b"not an archive").hexdigest())
-        monkeypatch.setitem(registry.REGISTRY, "amazon0601",
-                            dataclasses.replace(ENTRY, files=(archive,)))
+        serve(tmp_path / "mirror", b"not an archive", monkeypatch)
     else:
         serve_archive(tmp_path / "mirror", members, monkeypatch)
     root = tmp_path / "root"

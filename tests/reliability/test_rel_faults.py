@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from mpi_launch import REPO_ROOT, mpi_env, mpirun_path, run_mpi
+from mpi_launch import REPO_ROOT, mpi_env, mpirun_path, run_mpi, still_alive_after
 from rel_kill import FAIL_FAST_S, last_epoch, run_and_kill
 
 pytestmark = pytest.mark.timeout(400)
@@ -56,17 +56,9 @@ def losses(path):
 def assert_all_gone(pid_dir, settle_s=5.0):
     """Every rank of the job has ended, allowing ``settle_s`` for a SIGKILLed one to be torn
     down once ``mpirun`` has returned."""
-    def running(pid_file):
-        try:
-            return "zombie" not in Path(f"/proc/{int(pid_file.read_text())}/status").read_text()
-        except OSError:
-            return False
-
-    deadline = time.monotonic() + settle_s
-    while (left := [f.name for f in pid_dir.glob("rank-*.pid") if running(f)]) and \
-            time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not left, f"{left} still alive {settle_s} s after mpirun returned"
+    pids = [int(f.read_text()) for f in pid_dir.glob("rank-*.pid")]
+    left = still_alive_after(pids, settle_s)
+    assert not left, f"ranks of pids {left} still alive {settle_s} s after mpirun returned"
 
 
 @pytest.mark.parametrize("backend,victim", [("mpi", 1), ("torch", 0)])
