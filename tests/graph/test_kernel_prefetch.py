@@ -113,3 +113,23 @@ def test_rows_under_the_narrow_width_take_the_small_kernel_with_the_same_sums(dt
     assert calls == [w for w in range(1, kernels.NARROW_WIDTH) for _ in range(2)]
     kernels.csr_spmm(*csr, rng.standard_normal((600, 17)).astype(dtype), 700, 2)
     assert len(calls) == 2 * (kernels.NARROW_WIDTH - 1)  # 17 wide: the general kernel
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.uint16])
+def test_adding_leaves_rows_without_non_zeros_untouched(dtype):
+    """A boundary block has a row for every owned node: adding its product skips the rows
+    with no non-zero, whose values (here -0.0, which adding 0.0 would turn into +0.0) stay
+    bit for bit what they were; the others get their sums."""
+    matrix = sp.csr_matrix(([1.0, 2.0, 3.0], ([1, 1, 4], [0, 2, 1])), shape=(6, 3),
+                           dtype=np.float32)
+    x = torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    base = torch.full((6, 2), -0.0)
+    out = base.clone() if dtype == np.float32 else base.bfloat16()
+    target = out.numpy() if dtype == np.float32 else as_bits(out)
+    got = kernels.csr_spmm(matrix.indptr.astype(np.int64), matrix.indices.astype(np.int64),
+                           matrix.data, x.numpy() if dtype == np.float32 else as_bits(
+                               x.bfloat16()), 6, 2, add_to=target)
+    got = torch.from_numpy(got).float() if dtype == np.float32 else from_bits(got).float()
+    empty = [0, 2, 3, 5]
+    assert torch.signbit(got[empty]).all() and not got[empty].any()
+    assert torch.equal(got[[1, 4]], torch.tensor([[11.0, 14.0], [9.0, 12.0]]))
