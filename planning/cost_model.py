@@ -84,9 +84,11 @@ only what runs past the end of backward is exposed. The allreduce is hierarchica
 + 2 (h-1)/h G / BW`` between ``h`` hosts, multiplied by ``s = max(1, ranks_per_host x
 cores_per_rank / host_cores)`` where the ranks share too few cores. ``T_step = T_fwd + T_bwd
 + exposed allreduce + optimiser (12 elementwise ops per weight) + loss``, the last two also
-multiplied by ``s``.
-**Evaluation**: the forward layers as in ``T_fwd``, without dropout, plus the metric's
-allreduce. A first layer that aggregates the raw features (``a < c``; GAT excepted) finds
+multiplied by ``s``; the loss, the cross-entropy over a rank's training rows forward and
+backward, costs ``rows (g_loss_row + g_loss_logit classes)`` (calibrated: mostly per row at a
+few classes), or 10 elementwise ops per logit where those are not calibrated.
+**Evaluation**: the forward layers as in ``T_fwd``, without dropout, the metrics over every
+row (``rows (g_eval_row + g_eval_logit classes)``, as the loss) and their allreduce. A first layer that aggregates the raw features (``a < c``; GAT excepted) finds
 their aggregate kept from the first evaluation (the graph's cache of constant inputs):
 evaluation, and training without input dropout, only transform it, with no exchange.
 
@@ -140,6 +142,10 @@ MEMORY_KEYS = ("gamma_edge_mem", "gamma_elem_mem", "gamma_gather_mem", "gamma_by
 # Optional per thread count: the aggregation's cost per non-zero whatever the row's width
 # (reading its column index and value, finding the row), cached and beyond the cache; absent: 0
 EDGE_KEYS = ("gamma_nnz", "gamma_nnz_mem")
+# Optional per thread count: the training loss (cross-entropy forward and backward) per training
+# row and per logit, and the evaluation's metrics per row and per logit; absent: 10
+# elementwise ops per logit for each
+OUTPUT_KEYS = ("gamma_loss_row", "gamma_loss_logit", "gamma_eval_row", "gamma_eval_logit")
 GLOBAL_KEYS = ("shm_alpha", "shm_beta", "layer_overhead_s")
 OPTIONAL_KEYS = ("exchange_overhead_s", "cache_bytes")  # absent from a file: the defaults
 MODELS = ("gcn", "sage", "gat")
@@ -248,7 +254,9 @@ class CostModel:
             Optionally the same work with its data beyond the last-level cache:
             ``gamma_edge_mem``, ``gamma_elem_mem``, ``gamma_gather_mem``, and ``gamma_byte``
             (per byte a dense transform reads and writes from memory); absent ones equal
-            the cached constants (``gamma_byte``: 0).
+            the cached constants (``gamma_byte``: 0). Optionally the model's outputs per
+            row and per logit: ``gamma_loss_row``, ``gamma_loss_logit`` (the training loss)
+            and ``gamma_eval_row``, ``gamma_eval_logit`` (the evaluation's metrics).
         shm_alpha: cost per message of a shared-memory alltoallv (s).
         shm_beta: cost per byte of a shared-memory alltoallv (s/B).
         layer_overhead_s: fixed cost per layer and pass (Python, autograd, allocation).
@@ -283,11 +291,11 @@ class CostModel:
             for key in COMPUTE_KEYS:
                 _check_constant(f"compute[{threads}].{key}", values.get(key))
             unknown = sorted(set(values) - set(COMPUTE_KEYS) - set(MEMORY_KEYS)
-                             - set(EDGE_KEYS))
+                             - set(EDGE_KEYS) - set(OUTPUT_KEYS))
             if unknown:
                 raise PartitionError(f"cost model: unknown constant compute[{threads}]."
                                      f"{unknown[0]}")
-            for key in MEMORY_KEYS + EDGE_KEYS:
+            for key in MEMORY_KEYS + EDGE_KEYS + OUTPUT_KEYS:
                 if key in values:
                     _check_constant(f"compute[{threads}].{key}", values[key])
         for key in GLOBAL_KEYS + OPTIONAL_KEYS:
@@ -614,6 +622,16 @@ def _rows_computed(w: dict, spec: ModelSpec, layer: int, training: bool) -> tupl
     return out_rows, in_rows, out_rows, ein, eb
 
 
+def _outputs(k: dict, kind: str, rows: float, classes: int, cache: float) -> float:
+    """Seconds of the training loss (``kind`` "loss", over the training rows, forward and
+    backward) or the evaluation's metrics ("eval", over every row) of ``rows`` rows of
+    ``classes`` logits: per row and per logit where calibrated (``gamma_loss_row``, ...), else
+    10 elementwise ops per logit."""
+    if f"gamma_{kind}_row" in k:
+        return rows * (k[f"gamma_{kind}_row"] + k[f"gamma_{kind}_logit"] * classes)
+    return float(_rate(k, "gamma_elem", 4.0 * rows * classes, cache)) * 10 * rows * classes
+
+
 def _exchange_widths(spec: ModelSpec) -> list:
     """Values per row each layer's exchange sends: the narrower of its input and output
     (GAT: its transformed row and attention terms)."""
@@ -707,12 +725,11 @@ def predict(workload: dict, spec: ModelSpec, cluster: Cluster | None = None,
     t_bwd = float(ends[-1]) - t_fwd
     ar_exposed = max(0.0, comm_free - t_bwd)
     optimizer = 12 * sum(spec.layer_weights()) * k["gamma_elem"] * slow
-    logits = 4.0 * float(np.max(workload["nodes"])) * spec.widths[-1]
-    per_logit = float(_rate(k, "gamma_elem", logits, cache)) * slow
-    loss = per_logit * 10 * float(np.max(workload["train_nodes"])) * spec.widths[-1]
+    loss = slow * _outputs(k, "loss", float(np.max(workload["train_nodes"])), spec.widths[-1],
+                           cache)
     step = t_fwd + t_bwd + ar_exposed + optimizer + loss
     t_eval = float(timeline(ev)[-1]) + allreduce_time(64, p, cluster, model, slow) + fixed \
-        + per_logit * 10 * float(np.max(workload["nodes"])) * spec.widths[-1]
+        + slow * _outputs(k, "eval", float(np.max(workload["nodes"])), spec.widths[-1], cache)
     rank_step = sum(f.alone() for f in fwd) + sum(b.alone() for b in bwd)
     slowest = int(np.argmax(rank_step))
     phases = [(float(fwd[l].alone().max()), l, "forward") for l in range(spec.layers)] + \

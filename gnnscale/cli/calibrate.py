@@ -9,7 +9,8 @@ data four times the last-level cache, within bounds (:func:`beyond_cache_working
 (``*_mem``; ``gamma_byte``: seconds per byte a skinny GEMM streams from memory), with the
 cache the process effectively has (``cache_bytes``: the knee of the aggregation's rate over a
 ladder of working sets, :func:`measure_cache_knee`, at most the last-level cache reported)
-recorded for the model to choose between them.
+recorded for the model to choose between them; the training loss and the evaluation's metrics
+per row and per logit (``gamma_loss_*``, ``gamma_eval_*``, :mod:`.calibrate_outputs`).
 Each is the median of several runs of several sizes,
 fitted through the origin. ``layer_overhead_s``: a 2-layer GCN training step on a 64-node graph,
 per layer and pass. Shared-memory ``alltoallv`` latency and bandwidth: a 2-rank ``mpirun`` of
@@ -188,7 +189,9 @@ def compute_constants(threads: int, scale: float = 1.0, cache_bytes: int | None 
     cached = _constants_at(lambda n: max(1000, int(n * scale)), cached=True)
     beyond = beyond_cache_working_set(cache_bytes or last_level_cache_bytes(), measuring_at_once)
     memory = _constants_at(lambda n: n, cached=False, working_set=beyond)
-    return {**cached, **memory}
+    from .calibrate_outputs import output_constants
+
+    return {**cached, **memory, **output_constants(scale)}
 
 
 #: the aggregation the cache knee is measured with: its width, its degree, and its ladder's
