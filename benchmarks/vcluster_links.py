@@ -2,7 +2,8 @@
 
 - Links: latency (half the median of 200 one-byte TCP round trips) and bandwidth (a bulk
   transfer) between node0 and node1, unshaped and shaped to each ``--rates`` value
-  (:func:`gnnscale.testing.link_probe.measure`).
+  (:func:`gnnscale.testing.link_probe.measure`), and the rate single messages of 64 KiB to 4
+  MiB reach when sent after 30 ms idle (:func:`gnnscale.testing.link_probe.messages`).
 - Faults: Cora trained on 2 hosts x 2 ranks with a checkpoint every 2 epochs; after the first
   checkpoint, node1's link is taken down, node1's Open MPI daemon is killed, or one of node1's
   ranks is killed; recorded: seconds from the fault to the end of ``mpirun``, its exit code,
@@ -31,7 +32,10 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "cluster")]
 from cluster_runs import fault_mid_training, kill_on  # noqa: E402
 
 from gnnscale.testing.cluster import LOST_HOST_S, VirtualCluster  # noqa: E402
-from gnnscale.testing.link_probe import measure  # noqa: E402
+from gnnscale.testing.link_probe import measure, messages  # noqa: E402
+
+#: single messages timed after an idle gap: what a shaped link's bucket passes at full speed
+MESSAGE_SIZES = [64 << 10, 128 << 10, 384 << 10, 1 << 20, 4 << 20]
 
 
 def links(cluster, rates: list[str], repeats: int) -> list[dict]:
@@ -43,10 +47,13 @@ def links(cluster, rates: list[str], repeats: int) -> list[dict]:
         runs = [measure(cluster, megabytes=size) for _ in range(repeats)]
         latency = sorted(r["latency_s"] for r in runs)[len(runs) // 2]
         bandwidth = sorted(r["bandwidth_Bps"] for r in runs)[len(runs) // 2]
+        single = messages(cluster, MESSAGE_SIZES)
         rows.append({"rate": rate or "unshaped", "latency_us": latency * 1e6,
-                     "gbit_per_s": bandwidth * 8 / 1e9, "megabytes": size, "repeats": repeats})
+                     "gbit_per_s": bandwidth * 8 / 1e9, "megabytes": size, "repeats": repeats,
+                     "message_gbit_per_s": {str(k): v * 8 / 1e9 for k, v in single.items()}})
         print(f"{rows[-1]['rate']:>9s}  latency {latency * 1e6:6.1f} us  "
-              f"{bandwidth * 8 / 1e9:8.3f} Gbit/s", flush=True)
+              f"{bandwidth * 8 / 1e9:8.3f} Gbit/s; one message after 30 ms idle: " + ", ".join(
+                  f"{k >> 10} KiB {v * 8 / 1e9:.3g}" for k, v in single.items()), flush=True)
     for host in cluster.hosts:
         cluster.set_rate(host.name, None)
     return rows

@@ -82,6 +82,24 @@ class ClusterUnavailable(ClusterError):
     """This machine (or this user) cannot create namespaces."""
 
 
+#: a shaped link's largest packet (veth passes segmentation-offload packets of up to 64 KiB,
+#: which a token bucket must hold whole): smaller packets let its bucket be small
+SHAPED_GSO_BYTES = 16 << 10
+#: a veth's own largest packet, restored when the shaping is removed
+UNSHAPED_GSO_BYTES = 64 << 10
+#: a shaped link's bucket holds this long at its rate, and at least two packets
+SHAPING_BURST_S = 0.001
+
+
+def shaping_burst(bits_per_s: int) -> int:
+    """Bytes of a shaped link's token bucket: what it passes at the veth's own speed after the
+    link idled. A real link sends nothing faster than its rate, so the bucket is kept small
+    (1 ms at the rate, two 16 KiB packets at least): with 4 ms and 128 KiB, a message of 128
+    KiB after an idle gap crossed a 100 Mbit/s link 20x faster than the rate and one of 384
+    KiB at 1 Gbit/s 4.6x (one 16 KiB-packet bucket: 1.25x and 1.2x; benchmarks/vcluster_links.py)."""
+    return max(2 * SHAPED_GSO_BYTES, int(bits_per_s / 8 * SHAPING_BURST_S))
+
+
 def parse_rate(text: str) -> int:
     """Bits per second from a tc-style rate (``"10mbit"``, ``"1gbit"``, ``"2.5gbit"``)."""
     match = _RATE.match(str(text).strip())
@@ -429,12 +447,13 @@ exec env -i HOME="$HOME" USER="$USER" LOGNAME="$LOGNAME" SHELL=/bin/sh LANG="${{
         for ns, dev in ((host.netns, "eth0"), (self.switch, host.port)):
             if bits is None:
                 _sh(["tc", "-n", ns, "qdisc", "del", "dev", dev, "root"], check=False)
+                _sh(["ip", "-n", ns, "link", "set", "dev", dev, "gso_max_size",
+                     str(UNSHAPED_GSO_BYTES)])
                 continue
-            # the bucket holds 4 ms at the rate, at least one 64 KiB segment (veth passes
-            # TSO-sized packets); packets queue up to 100 ms before they are dropped
-            burst = max(128 * 1024, int(bits / 8 * 0.004))
+            _sh(["ip", "-n", ns, "link", "set", "dev", dev, "gso_max_size",
+                 str(SHAPED_GSO_BYTES)])
             _sh(["tc", "-n", ns, "qdisc", "replace", "dev", dev, "root", "tbf", "rate",
-                 f"{bits}bit", "burst", str(burst), "latency", "100ms"])
+                 f"{bits}bit", "burst", str(shaping_burst(bits)), "latency", "100ms"])
         self.rates[host.name] = bits
 
     def link_down(self, name: str) -> None:

@@ -8,6 +8,10 @@ takes for a cluster's links.
 
 ``python -m gnnscale.testing.link_probe server PORT`` / ``client ADDRESS PORT PINGS MEGABYTES``
 are the two ends; the client prints one JSON line.
+
+:func:`messages` times single messages sent after the link idled (``messages`` /
+``send-messages`` ends), as a training step's halo exchanges are sent between its computing:
+what a shaped link's token bucket passes faster than its rate.
 """
 
 from __future__ import annotations
@@ -107,9 +111,88 @@ def measure(cluster, sender: str = "node0", receiver: str = "node1", pings: int 
         server.communicate()
 
 
+def serve_messages(port: int) -> None:
+    """Answer one client of :func:`send_messages`: acknowledge each whole message."""
+    with socket.create_server(("0.0.0.0", port)) as server:
+        print("listening", flush=True)
+        conn, _ = server.accept()
+        with conn:
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            while True:
+                header = conn.recv(8, socket.MSG_WAITALL)
+                if len(header) < 8:
+                    return
+                size, received = int.from_bytes(header, "big"), 0
+                while received < size:
+                    part = conn.recv(min(CHUNK, size - received))
+                    if not part:
+                        raise ConnectionError("client closed inside a message")
+                    received += len(part)
+                conn.sendall(b"k")
+
+
+def send_messages(address: str, port: int, sizes: list[int], gap_s: float,
+                  repeats: int = 7) -> dict:
+    """Seconds (median of ``repeats``) from sending a message of each of ``sizes`` bytes, after
+    ``gap_s`` of idle link, to its acknowledgement; size 1 gives the round trip."""
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            sock = socket.create_connection((address, port), timeout=30)
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+    out = {}
+    with sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for size in [1, *sizes]:
+            times = []
+            for _ in range(repeats):
+                time.sleep(gap_s)
+                start = time.perf_counter()
+                sock.sendall(size.to_bytes(8, "big") + bytes(size))
+                _recv_exact(sock, 1)
+                times.append(time.perf_counter() - start)
+            out[size] = statistics.median(times)
+    return out
+
+
+def messages(cluster, sizes: list[int], sender: str = "node0", receiver: str = "node1",
+             gap_s: float = 0.03, port: int = 47124) -> dict:
+    """``{size: bytes per second}`` of single messages from ``sender`` to ``receiver`` sent
+    after ``gap_s`` idle (the round trip of a 1-byte message taken off each time)."""
+    import subprocess
+
+    server = cluster.popen(receiver, [sys.executable, "-m", "gnnscale.testing.link_probe",
+                                      "messages", str(port)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        server.stdout.readline()  # "listening"
+        done = cluster.run(sender, [sys.executable, "-m", "gnnscale.testing.link_probe",
+                                    "send-messages", cluster.host(receiver).address, str(port),
+                                    str(gap_s), *map(str, sizes)], timeout=600)
+        if done.returncode != 0:
+            raise RuntimeError(f"message probe failed: {done.stderr.strip()}")
+        seconds = {int(k): v for k, v in
+                   json.loads(done.stdout.strip().splitlines()[-1]).items()}
+    finally:
+        server.kill()
+        server.communicate()
+    trip = seconds.pop(1)
+    return {size: size / max(s - trip, 1e-9) for size, s in seconds.items()}
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "server":
         serve(int(sys.argv[2]))
+    elif sys.argv[1] == "messages":
+        serve_messages(int(sys.argv[2]))
+    elif sys.argv[1] == "send-messages":
+        print(json.dumps(send_messages(sys.argv[2], int(sys.argv[3]), [int(v) for v in
+                                                                       sys.argv[5:]],
+                                       float(sys.argv[4]))))
     else:
         print(json.dumps(client(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]),
                                 float(sys.argv[5]))))

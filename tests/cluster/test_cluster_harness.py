@@ -227,3 +227,24 @@ def test_cores_per_host_pin_everything_a_host_runs():
     assert direct == expected
     assert launched.returncode == 0, launched.stderr
     assert sorted(launched.stdout.split("\n")[:2]) == expected, launched.stdout
+
+
+def test_a_shaped_link_passes_no_message_much_faster_than_its_rate(cluster):
+    """A halo exchange is sent after the link idled while its rank computed: the shaping's
+    token bucket holds 1 ms at the rate (two 16 KiB packets at least), so a 128 KiB message
+    crosses a 100 Mbit/s link at about its rate, not at the veth's own speed (a 128 KiB
+    bucket passed it 20x faster)."""
+    from gnnscale.testing.link_probe import messages
+
+    for host in cluster.hosts:
+        cluster.set_rate(host.name, "100mbit")
+    try:
+        rates = messages(cluster, [128 << 10, 1 << 20])
+    finally:
+        for host in cluster.hosts:
+            cluster.set_rate(host.name, None)
+    assert all(bps * 8 < 2 * 1e8 for bps in rates.values()), rates
+    assert rates[1 << 20] * 8 > 0.7e8, rates  # and the rate itself holds
+    shown = subprocess.run(["ip", "-d", "-n", cluster.hosts[0].netns, "link", "show", "eth0"],
+                           capture_output=True, text=True).stdout
+    assert "gso_max_size 65536" in shown, shown  # unshaped again: the veth's own packets
