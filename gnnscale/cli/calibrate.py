@@ -195,8 +195,13 @@ def compute_constants(threads: int, scale: float = 1.0, cache_bytes: int | None 
 
 
 #: the aggregation the cache knee is measured with: its width, its degree, and its ladder's
-#: smallest working set (each rung doubles it, up to a quarter of the beyond-the-cache one)
-KNEE_WIDTH, KNEE_DEGREE, KNEE_SMALLEST = 32, 8, 1 << 20
+#: smallest working set (each rung doubles it, up to a quarter of the beyond-the-cache one).
+#: Narrow rows: a gather of a few values waits on the cache's latency, and graphs' raw
+#: features and a model's classes are a few values wide, so their aggregations feel the
+#: nearest cache running out first (here the knee is 1 MiB with rows 8 wide, a core's L2,
+#: and 12 MiB with rows 32 wide, whose cost per value hides the latency; docs/planning.md,
+#: "Checked on shaped links")
+KNEE_WIDTH, KNEE_DEGREE, KNEE_SMALLEST = 8, 8, 1 << 18
 
 
 def knee_rate(constants: dict) -> float:
@@ -208,8 +213,9 @@ def knee_rate(constants: dict) -> float:
 def measure_cache_knee(beyond: int, beyond_rate: float) -> float:
     """The cache this process effectively has, in bytes
     (:func:`planning.cache_knee.fit_cache_knee`): the aggregation's time per edge value at
-    working sets of 1 MiB, 2 MiB, 4 MiB, ... up to a quarter of ``beyond``, where it took
-    ``beyond_rate`` (:func:`knee_rate`, measured at that size with the same degree)."""
+    working sets of 256 KiB, 512 KiB, 1 MiB, ... up to a quarter of ``beyond``, where it took
+    ``beyond_rate`` (:func:`knee_rate`, measured at that size with the same degree); the
+    smallest rung is :data:`KNEE_SMALLEST`."""
     from planning.cache_knee import fit_cache_knee
 
     from ..graph.sparse import SparseBlock

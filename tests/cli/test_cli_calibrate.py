@@ -126,7 +126,8 @@ def test_the_cache_knee_is_measured_on_a_ladder_of_working_sets(monkeypatch):
     monkeypatch.setattr(knee, "fit_cache_knee", fit)
     slow = cal.measure_cache_knee(16 << 20, beyond_rate=1e-6)  # far slower beyond: a knee
     (sizes, rates), = measured
-    assert sizes == [1 << 20, 2 << 20, 4 << 20, 16 << 20] and rates[-1] == 1e-6
+    ladder = [cal.KNEE_SMALLEST << k for k in range(6) if cal.KNEE_SMALLEST << k <= 4 << 20]
+    assert sizes == ladder + [16 << 20] and rates[-1] == 1e-6 and len(ladder) >= 3
     assert all(0 < r < 1e-7 for r in rates[:-1])  # seconds per edge value, measured
-    assert (1 << 19) <= slow < (16 << 20)
+    assert cal.KNEE_SMALLEST // 2 <= slow < (16 << 20)
     assert cal.measure_cache_knee(16 << 20, beyond_rate=1e-15) == 16 << 20  # no knee in range
