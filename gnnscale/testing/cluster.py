@@ -94,9 +94,9 @@ SHAPING_BURST_S = 0.001
 def shaping_burst(bits_per_s: int) -> int:
     """Bytes of a shaped link's token bucket: what it passes at the veth's own speed after the
     link idled. A real link sends nothing faster than its rate, so the bucket is kept small
-    (1 ms at the rate, two 16 KiB packets at least): with 4 ms and 128 KiB, a message of 128
-    KiB after an idle gap crossed a 100 Mbit/s link 20x faster than the rate and one of 384
-    KiB at 1 Gbit/s 4.6x (one 16 KiB-packet bucket: 1.25x and 1.2x; benchmarks/vcluster_links.py)."""
+    (1 ms at the rate, two 16 KiB packets at least): a message of 128 KiB sent after an idle
+    gap crosses a 100 Mbit/s link at 1.24x the rate, one of 384 KiB a 1 Gbit/s link at 1.25x
+    (docs/virtual-cluster.md, "Measured")."""
     return max(2 * SHAPED_GSO_BYTES, int(bits_per_s / 8 * SHAPING_BURST_S))
 
 
