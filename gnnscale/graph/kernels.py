@@ -115,8 +115,8 @@ def _csr_spmm_rows(indptr, indices, values, x, out, add, ahead):  # pragma: no c
     (uint16: summed in float32, rounded once when stored). ``ahead``: the prefetch distance in
     non-zeros (0: none). Adding, a row without non-zeros is left as it is (its sum is zero):
     a boundary block has a row for every owned node and non-zeros in few of them (amazon0601
-    in 2 METIS parts: 46,708 non-zeros in 199,327 rows), and adding zero to the others cost
-    its product 2x its time."""
+    in 2 METIS parts: 46,708 non-zeros in 199,327 rows), and adding zero to the others took
+    longer than its products."""
     rows, width = out.shape
     ahead_end = indices.shape[0] - ahead if ahead > 0 else 0
     tasks = (rows + ADD_ROWS_PER_TASK - 1) // ADD_ROWS_PER_TASK
