@@ -98,7 +98,8 @@ SAGE): the last layer the training rows, each layer below the rows the layer abo
 the in-edges of its rows only, its exchange unchanged (the workload's ``computed_*``). The
 terms above then take those rows (``N_p`` in the transform, the elementwise ops and GCN's
 self loops: the input's rows where the layer transforms first) and edges (``Ein_p``,
-``Eb_p``). A first layer aggregating raw features through dropout aggregates every row. A
+``Eb_p``); SAGE's root transform selects its rows from the layer's input (``g_gather`` per
+value, forward, and again backward where the input needs a gradient). A first layer aggregating raw features through dropout aggregates every row. A
 vertex cut aggregates every master at every layer and its last layer selects the training
 rows from that aggregate: they alone take the last layer's bias, and its transform where it
 aggregates first. Evaluation computes every row.
@@ -570,6 +571,7 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
         dense = dense + _dense(k, in_rows if transform_first and not first else out_rows, a, c,
                                cache)
     dense_back = dense * (1 if first else 2)
+    root_select = _root_select(k, w, spec, training, out_rows, in_rows, a, cache)
     self_loops = agg_rows if spec.name == "gcn" else 0
     per_edge = _per_edge(k, w, width, n + halo, cache)
     inner = per_edge * (ein + self_loops)
@@ -577,6 +579,7 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
     pack, cp, x = _sending(k, xchg, n, width, cache)
     none = 0.0 * n
     pre, post = (dense, none) if transform_first else (none, dense)
+    post = post + root_select
     if w["kind"] == "vertex_cut":  # masters -> mirrors, local product, partial sums -> masters
         sums = _local_sums(k, n, halo, width, cache) if xchg.p > 1 else none
         fwd = _Pass([(pre + pack + cp, none, x), (inner + sums + cp, none, x)],
@@ -586,6 +589,8 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
         fwd = _Pass([(pre + pack + cp, inner, x)], bnd + post + elementwise)
         back = [(bnd + cp, inner, x)]
     needs_agg_grad = not first or transform_first
+    # the root rows' gradient added into the input's (index_add) where the input needs one
+    dense_back = dense_back + (none if first else root_select)
     if not needs_agg_grad:
         return fwd, _Pass([], dense_back + 2 * output_ops)
     # backward runs the layer in reverse: elementwise, then the dense transform's gradient where
@@ -594,6 +599,20 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
     before = b0 + 2 * output_ops + (none if transform_first else dense_back)
     after = pack + (dense_back if transform_first else none)
     return fwd, _Pass([(before, ov0, x0), *rest], after)
+
+
+def _root_select(k: dict, w: dict, spec: ModelSpec, training: bool, out_rows, in_rows,
+                 a: int, cache: float):
+    """SAGE's root transform in a training step of an edge cut that computes only the rows
+    the loss needs (the workload's ``computed_*``): it reads the rows it computes, selected
+    from the layer's input (``index_select`` of ``out_rows x a`` values, ``nn/conv.py``
+    ``_select``; 205,000 rows 128 wide a step per rank on R-MAT 18 in 2 parts). Zero
+    elsewhere, and for evaluation, which passes every row."""
+    if spec.name != "sage" or not training or w["kind"] == "vertex_cut" or \
+            not len(w.get("computed_rows", ())):
+        return 0.0 * np.asarray(out_rows, dtype=np.float64)
+    return _rate(k, "gamma_gather", 4.0 * a * np.asarray(in_rows, dtype=np.float64),
+                 cache) * np.asarray(out_rows, dtype=np.float64) * a
 
 
 def _rows_computed(w: dict, spec: ModelSpec, layer: int, training: bool) -> tuple:

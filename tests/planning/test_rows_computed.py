@@ -79,6 +79,22 @@ def test_a_layer_that_transforms_first_transforms_the_rows_its_input_holds():
         (2 * (1000 + 800) * 8 * 4 + 2 * 2 * 800 * 4 * 4) * 1e-11)
 
 
+def test_sage_selects_the_rows_its_root_transform_reads_in_training_only():
+    """The root transform reads the rows a layer computes, selected from its input
+    (index_select, nn/conv.py _select): out_rows x a values forward, their gradient added
+    back (index_add) where the input needs one; evaluation passes every row, GCN has no root."""
+    sage = ModelSpec("sage", (8, 4, 4), (1, 1), dropout=0.5)
+    pred = predict(narrowed(), sage, Cluster(), costs(gamma_gather=1e-9))
+    # layer 1 computes 800 rows of its 8-wide input, layer 2 the 500 loss rows of 4-wide ones
+    assert pred["forward_s"] == pytest.approx((800 * 8 + 500 * 4) * 1e-9)
+    assert pred["backward_s"] == pytest.approx(500 * 4 * 1e-9)  # the first input: no gradient
+    assert pred["eval_s"] == pytest.approx(0.0)
+    gcn = ModelSpec("gcn", (8, 4, 4), (1, 1), dropout=0.5)
+    assert predict(narrowed(), gcn, Cluster(), costs(gamma_gather=1e-9))["step_s"] == 0.0
+    full = workload_from_arrays("edge_cut", [1000], [5000], [0], [[0]], [500])
+    assert predict(full, sage, Cluster(), costs(gamma_gather=1e-9))["step_s"] == 0.0
+
+
 def test_a_first_layer_aggregating_features_through_dropout_aggregates_every_row():
     spec = ModelSpec("gcn", (4, 8, 2), (1, 1), dropout=0.5)  # 4 -> 8 aggregates first
     pred = predict(narrowed(), spec, Cluster(), costs(gamma_edge=1e-9))
