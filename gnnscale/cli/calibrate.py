@@ -191,7 +191,8 @@ def compute_constants(threads: int, scale: float = 1.0, cache_bytes: int | None 
     memory = _constants_at(lambda n: n, cached=False, working_set=beyond)
     from .calibrate_outputs import output_constants
 
-    return {**cached, **memory, **output_constants(scale)}
+    outputs = output_constants(_interleaved_median_times, per_edge_and_value, scale)
+    return {**cached, **memory, **outputs}
 
 
 #: the aggregation the cache knee is measured with: its width, its degree, and its ladder's

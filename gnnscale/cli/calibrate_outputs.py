@@ -7,7 +7,8 @@ each split's counts, :func:`gnnscale.engine.evaluation.evaluate_global`). Both c
 row at a model's few classes (amazon0601's 4: some 130 ns per row for the loss, against 10
 elementwise ops per logit, 16 ns, that the model charged them before), so each is timed at
 several class counts and fitted as ``rows (per row + per logit x classes)``, as the
-aggregation is per non-zero and per value (:func:`~gnnscale.cli.calibrate.per_edge_and_value`).
+aggregation is per non-zero and per value (:func:`~gnnscale.cli.calibrate.per_edge_and_value`,
+which the calibration passes in with its timer: this module imports nothing of it).
 """
 
 from __future__ import annotations
@@ -22,13 +23,17 @@ OUTPUT_CLASSES = (4, 16, 64)
 OUTPUT_ROWS = 50_000
 
 
-def output_constants(scale: float = 1.0) -> dict:
+def output_constants(time_in_turns, fit, scale: float = 1.0) -> dict:
     """``gamma_loss_row``/``gamma_loss_logit`` (seconds per training row and per logit of the
     loss, forward and backward) and ``gamma_eval_row``/``gamma_eval_logit`` (per row and per
-    logit of the evaluation's metrics), with the thread count already set."""
+    logit of the evaluation's metrics), with the thread count already set.
+
+    ``time_in_turns(calls, what=...)``: each call's median seconds, the calls taking turns
+    (:func:`gnnscale.cli.calibrate._interleaved_median_times`); ``fit(rows, classes,
+    seconds)``: ``(per row, per logit)`` (:func:`gnnscale.cli.calibrate.per_edge_and_value`).
+    """
     from ..comm.single import SingleCommunicator
     from ..engine.evaluation import SPLITS, evaluate_global
-    from .calibrate import _interleaved_median_times, _values, per_edge_and_value
 
     rows = max(1000, int(OUTPUT_ROWS * scale))
     generator = torch.Generator().manual_seed(0)
@@ -37,7 +42,8 @@ def output_constants(scale: float = 1.0) -> dict:
     masks = {name: split == i for i, name in enumerate(SPLITS)}
     losses, metrics = [], []
     for classes in OUTPUT_CLASSES:
-        logits = _values(rows, classes).requires_grad_()
+        logits = torch.empty(rows, classes).uniform_(-1.0, 1.0, generator=generator)
+        logits.requires_grad_()
         labels = torch.randint(0, classes, (rows,), generator=generator)
 
         def loss(logits=logits, labels=labels):
@@ -50,9 +56,7 @@ def output_constants(scale: float = 1.0) -> dict:
         losses.append(loss)
         metrics.append(metric)
     counts = [rows] * len(OUTPUT_CLASSES)
-    loss_row, loss_logit = per_edge_and_value(
-        counts, OUTPUT_CLASSES, _interleaved_median_times(losses, what="loss"))
-    eval_row, eval_logit = per_edge_and_value(
-        counts, OUTPUT_CLASSES, _interleaved_median_times(metrics, what="metrics"))
+    loss_row, loss_logit = fit(counts, OUTPUT_CLASSES, time_in_turns(losses, what="loss"))
+    eval_row, eval_logit = fit(counts, OUTPUT_CLASSES, time_in_turns(metrics, what="metrics"))
     return {"gamma_loss_row": loss_row, "gamma_loss_logit": loss_logit,
             "gamma_eval_row": eval_row, "gamma_eval_logit": eval_logit}

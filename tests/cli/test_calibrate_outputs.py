@@ -1,6 +1,6 @@
 """The model's outputs are calibrated per row and per logit: the training loss (cross-entropy
 forward and backward) and the evaluation's metrics, each timed at several class counts in
-turns. A fake clock plants their costs; the cost model charges what was planted."""
+turns. A fake timer plants their costs; the cost model charges what was planted."""
 
 import numpy as np
 import pytest
@@ -10,41 +10,26 @@ from gnnscale.cli import calibrate_outputs as outputs
 from planning.cost_model import CostModel, ModelSpec, predict
 
 
-class PlantedClock:
-    """Each timed call of the ``k``-th function of a turn lasts ``planted[k]`` seconds."""
-
-    def __init__(self, planted):
-        self.planted, self.calls, self.now = list(planted), 0, 0.0
-
-    def __call__(self):
-        reading = self.now
-        if self.calls % 2 == 0:
-            self.now += self.planted[(self.calls // 2) % len(self.planted)]
-        self.calls += 1
-        return reading
-
-
-def test_loss_and_metrics_are_fitted_per_row_and_per_logit(monkeypatch):
+def test_loss_and_metrics_are_fitted_per_row_and_per_logit():
     rows = outputs.OUTPUT_ROWS // 10
-    # the loss's calls, then the metrics' (each timed in turns over the class counts)
-    loss = [rows * (70e-9 + 3e-9 * c) for c in outputs.OUTPUT_CLASSES]
-    evals = [rows * (90e-9 + 4e-9 * c) for c in outputs.OUTPUT_CLASSES]
-    clock = PlantedClock(loss)
-    monkeypatch.setattr(cal, "clock", clock)
-    real = cal._interleaved_median_times
+    planted = {"loss": [rows * (70e-9 + 3e-9 * c) for c in outputs.OUTPUT_CLASSES],
+               "metrics": [rows * (90e-9 + 4e-9 * c) for c in outputs.OUTPUT_CLASSES]}
+    ran = []
 
-    def timed(fns, repeats=7, what=""):
-        clock.planted = loss if what == "loss" else evals
-        clock.calls = 0
-        return real(fns, repeats, what)
-    monkeypatch.setattr(cal, "_interleaved_median_times", timed)
-    got = outputs.output_constants(scale=0.1)
+    def time_in_turns(calls, what=""):
+        for call in calls:  # every output still runs once
+            call()
+        ran.append((what, len(calls)))
+        return planted[what]
+    got = outputs.output_constants(time_in_turns, cal.per_edge_and_value, scale=0.1)
+    assert ran == [("loss", 3), ("metrics", 3)]
     assert got == {"gamma_loss_row": pytest.approx(70e-9), "gamma_loss_logit": pytest.approx(3e-9),
                    "gamma_eval_row": pytest.approx(90e-9), "gamma_eval_logit": pytest.approx(4e-9)}
 
 
 def test_measured_on_this_host_the_constants_are_positive():
-    got = outputs.output_constants(scale=0.05)
+    got = outputs.output_constants(cal._interleaved_median_times, cal.per_edge_and_value,
+                                   scale=0.05)
     assert set(got) == {"gamma_loss_row", "gamma_loss_logit", "gamma_eval_row",
                         "gamma_eval_logit"}
     assert all(np.isfinite(v) and v >= 0 for v in got.values())
