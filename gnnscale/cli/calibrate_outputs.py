@@ -4,8 +4,8 @@ training loss and the evaluation's metrics, per row and per logit.
 A step ends in the cross-entropy over the training rows (forward and backward,
 ``Trainer._summed_train_loss``), an evaluation in the metrics over every row (the argmax and
 each split's counts, :func:`gnnscale.engine.evaluation.evaluate_global`). Both cost mostly per
-row at a model's few classes (amazon0601's 4: some 130 ns per row for the loss, against 10
-elementwise ops per logit, 16 ns, that the model charged them before), so each is timed at
+row at a model's few classes (amazon0601's 4: 116-155 ns per row for the loss here, where 10
+elementwise ops per logit come to 16 ns), so each is timed at
 several class counts and fitted as ``rows (per row + per logit x classes)``, as the
 aggregation is per non-zero and per value (:func:`~gnnscale.cli.calibrate.per_edge_and_value`,
 which the calibration passes in with its timer: this module imports nothing of it).

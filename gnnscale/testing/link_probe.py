@@ -16,9 +16,11 @@ what a shaped link's token bucket passes faster than its rate.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import statistics
+import subprocess
 import sys
 import time
 
@@ -35,28 +37,31 @@ def _recv_exact(sock: socket.socket, count: int) -> bytes:
     return bytes(data)
 
 
-def serve(port: int) -> None:
-    """Answer one client: echo its pings, then count its bulk bytes and acknowledge them."""
+def _discard(sock: socket.socket, count: int, early: str) -> None:
+    """Read ``count`` bytes and drop them; ``early`` says what a peer closing first cut short."""
+    received = 0
+    while received < count:
+        part = sock.recv(min(CHUNK, count - received))
+        if not part:
+            raise ConnectionError(early)
+        received += len(part)
+
+
+@contextlib.contextmanager
+def _one_client(port: int):
+    """Listen on ``port``, say "listening" (the driver waits for it), and yield the first
+    client's connection, Nagle's algorithm off."""
     with socket.create_server(("0.0.0.0", port)) as server:
         print("listening", flush=True)
         conn, _ = server.accept()
         with conn:
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            pings = int.from_bytes(_recv_exact(conn, 4), "big")
-            for _ in range(pings):
-                conn.sendall(_recv_exact(conn, 1))
-            total = int.from_bytes(_recv_exact(conn, 8), "big")
-            received = 0
-            while received < total:
-                part = conn.recv(min(CHUNK, total - received))
-                if not part:
-                    raise ConnectionError("client closed before sending everything")
-                received += len(part)
-            conn.sendall(b"k")
+            yield conn
 
 
-def client(address: str, port: int, pings: int, megabytes: float) -> dict:
-    """Round trips and bulk transfer against :func:`serve`; latency in s, bandwidth in bytes/s."""
+def _connect(address: str, port: int) -> socket.socket:
+    """A connection to the server at ``address:port``, retried for 10 s while it starts, Nagle's
+    algorithm off."""
     deadline = time.monotonic() + 10
     while True:
         try:
@@ -66,8 +71,44 @@ def client(address: str, port: int, pings: int, megabytes: float) -> dict:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.05)
-    with sock:
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+def _between_hosts(cluster, sender: str, receiver: str, server_end: str, client_end: str,
+                   port: int, args: list, what: str):
+    """Run this module's ``server_end`` on ``receiver`` and its ``client_end`` (with the
+    receiver's address, ``port`` and ``args``) on ``sender``; the client's JSON line."""
+    server = cluster.popen(receiver, [sys.executable, "-m", "gnnscale.testing.link_probe",
+                                      server_end, str(port)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        server.stdout.readline()  # "listening"
+        done = cluster.run(sender, [sys.executable, "-m", "gnnscale.testing.link_probe",
+                                    client_end, cluster.host(receiver).address, str(port),
+                                    *map(str, args)], timeout=600)
+        if done.returncode != 0:
+            raise RuntimeError(f"{what} failed: {done.stderr.strip()}")
+        return json.loads(done.stdout.strip().splitlines()[-1])
+    finally:
+        server.kill()
+        server.communicate()
+
+
+def serve(port: int) -> None:
+    """Answer one client: echo its pings, then count its bulk bytes and acknowledge them."""
+    with _one_client(port) as conn:
+        pings = int.from_bytes(_recv_exact(conn, 4), "big")
+        for _ in range(pings):
+            conn.sendall(_recv_exact(conn, 1))
+        total = int.from_bytes(_recv_exact(conn, 8), "big")
+        _discard(conn, total, "client closed before sending everything")
+        conn.sendall(b"k")
+
+
+def client(address: str, port: int, pings: int, megabytes: float) -> dict:
+    """Round trips and bulk transfer against :func:`serve`; latency in s, bandwidth in bytes/s."""
+    with _connect(address, port) as sock:
         sock.sendall(pings.to_bytes(4, "big"))
         trips = []
         for _ in range(pings):
@@ -93,60 +134,27 @@ def client(address: str, port: int, pings: int, megabytes: float) -> dict:
 def measure(cluster, sender: str = "node0", receiver: str = "node1", pings: int = 200,
             megabytes: float = 64, port: int = 47123) -> dict:
     """Latency and bandwidth from ``sender`` to ``receiver`` in ``cluster`` (a VirtualCluster)."""
-    import subprocess
-
-    server = cluster.popen(receiver, [sys.executable, "-m", "gnnscale.testing.link_probe",
-                                      "server", str(port)],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        server.stdout.readline()  # "listening"
-        done = cluster.run(sender, [sys.executable, "-m", "gnnscale.testing.link_probe", "client",
-                                    cluster.host(receiver).address, str(port), str(pings),
-                                    str(megabytes)], timeout=600)
-        if done.returncode != 0:
-            raise RuntimeError(f"link probe failed: {done.stderr.strip()}")
-        return json.loads(done.stdout.strip().splitlines()[-1])
-    finally:
-        server.kill()
-        server.communicate()
+    return _between_hosts(cluster, sender, receiver, "server", "client", port,
+                          [pings, megabytes], "link probe")
 
 
 def serve_messages(port: int) -> None:
     """Answer one client of :func:`send_messages`: acknowledge each whole message."""
-    with socket.create_server(("0.0.0.0", port)) as server:
-        print("listening", flush=True)
-        conn, _ = server.accept()
-        with conn:
-            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            while True:
-                header = conn.recv(8, socket.MSG_WAITALL)
-                if len(header) < 8:
-                    return
-                size, received = int.from_bytes(header, "big"), 0
-                while received < size:
-                    part = conn.recv(min(CHUNK, size - received))
-                    if not part:
-                        raise ConnectionError("client closed inside a message")
-                    received += len(part)
-                conn.sendall(b"k")
+    with _one_client(port) as conn:
+        while True:
+            header = conn.recv(8, socket.MSG_WAITALL)
+            if len(header) < 8:
+                return
+            _discard(conn, int.from_bytes(header, "big"), "client closed inside a message")
+            conn.sendall(b"k")
 
 
 def send_messages(address: str, port: int, sizes: list[int], gap_s: float,
                   repeats: int = 7) -> dict:
     """Seconds (median of ``repeats``) from sending a message of each of ``sizes`` bytes, after
     ``gap_s`` of idle link, to its acknowledgement; size 1 gives the round trip."""
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            sock = socket.create_connection((address, port), timeout=30)
-            break
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
     out = {}
-    with sock:
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    with _connect(address, port) as sock:
         for size in [1, *sizes]:
             times = []
             for _ in range(repeats):
@@ -163,23 +171,9 @@ def messages(cluster, sizes: list[int], sender: str = "node0", receiver: str = "
              gap_s: float = 0.03, port: int = 47124) -> dict:
     """``{size: bytes per second}`` of single messages from ``sender`` to ``receiver`` sent
     after ``gap_s`` idle (the round trip of a 1-byte message taken off each time)."""
-    import subprocess
-
-    server = cluster.popen(receiver, [sys.executable, "-m", "gnnscale.testing.link_probe",
-                                      "messages", str(port)],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        server.stdout.readline()  # "listening"
-        done = cluster.run(sender, [sys.executable, "-m", "gnnscale.testing.link_probe",
-                                    "send-messages", cluster.host(receiver).address, str(port),
-                                    str(gap_s), *map(str, sizes)], timeout=600)
-        if done.returncode != 0:
-            raise RuntimeError(f"message probe failed: {done.stderr.strip()}")
-        seconds = {int(k): v for k, v in
-                   json.loads(done.stdout.strip().splitlines()[-1]).items()}
-    finally:
-        server.kill()
-        server.communicate()
+    seconds = {int(k): v for k, v in _between_hosts(
+        cluster, sender, receiver, "messages", "send-messages", port, [gap_s, *sizes],
+        "message probe").items()}
     trip = seconds.pop(1)
     return {size: size / max(s - trip, 1e-9) for size, s in seconds.items()}
 

@@ -232,8 +232,8 @@ def test_cores_per_host_pin_everything_a_host_runs():
 def test_a_shaped_link_passes_no_message_much_faster_than_its_rate(cluster):
     """A halo exchange is sent after the link idled while its rank computed: the shaping's
     token bucket holds 1 ms at the rate (two 16 KiB packets at least), so a 128 KiB message
-    crosses a 100 Mbit/s link at about its rate, not at the veth's own speed (a 128 KiB
-    bucket passed it 20x faster)."""
+    crosses a 100 Mbit/s link at about its rate, where a bucket of 128 KiB would pass it whole
+    at the veth's own speed."""
     from gnnscale.testing.link_probe import messages
 
     for host in cluster.hosts:
