@@ -13,6 +13,7 @@ import signal
 import sys
 
 from . import EXIT_INTERRUPTED
+from .interrupts import remembering, stop_if_signalled
 
 # Sub-commands live one per module; each exposes add_parser(subparsers) and run(args).
 SUBCOMMAND_MODULES = ("train_cmd", "partition_cmd", "convert_cmd", "tune_cmd", "plan_cmd",
@@ -54,11 +55,13 @@ def _version() -> str:
 def main(argv=None) -> int:
     """Entry point of the ``gnnscale`` console script. Ctrl-C before the command runs (while
     modules load) exits with code 130 quietly, no traceback; during the command, the
-    command says where it stopped (``train``: see :func:`gnnscale.cli.train_cmd.run`)."""
-    try:
-        return _main(argv)
-    except KeyboardInterrupt:  # nothing has run yet: nothing to say beyond the shell's ^C
-        return EXIT_INTERRUPTED
+    command says where it stopped (``train``: see :func:`gnnscale.cli.train_cmd.run`). A Ctrl-C
+    whose KeyboardInterrupt an import dropped stops the command before it starts."""
+    with remembering():
+        try:
+            return _main(argv)
+        except KeyboardInterrupt:  # nothing has run yet: nothing to say beyond the shell's ^C
+            return EXIT_INTERRUPTED
 
 
 def _main(argv) -> int:
@@ -91,6 +94,7 @@ def _main(argv) -> int:
         except user_error_types() as exc:
             return refuse(f"gnnscale: error: {exc}")  # the line loading it would print
     _load_holding_interrupts(getattr(args, "compiled_modules", lambda _args: ())(args))
+    stop_if_signalled()  # a Ctrl-C dropped while modules loaded
     return run_entry_point(args.func, args)
 
 

@@ -13,6 +13,7 @@ from .arguments import (DEFAULT_CHECKPOINT_EVERY, add_evaluation_arguments,
 from .build import build_trainer, check_build_arguments
 from . import memory_check
 from .common import agreed_failure, formatter, interrupted, mpirun_words, say
+from .interrupts import remembering, signalled
 from .progress import print_line, progress_bar
 from .report import format_profile_table, format_time_table, run_summary
 
@@ -60,21 +61,10 @@ def check_arguments(args) -> None:
 
 
 def run(args) -> int:
-    # Ctrl-C is remembered from here on (_stop): an interrupt whose KeyboardInterrupt is dropped
-    # in a callback while the job is set up still stops it, at the first epoch's end at the
-    # latest
-    _signalled.clear()
-    on_int = signal.getsignal(signal.SIGINT)
-    if on_int is not signal.SIG_IGN:  # a job started in the background keeps ignoring it
-        signal.signal(signal.SIGINT, _stop)
-    on_unraisable = sys.unraisablehook
-    sys.unraisablehook = _quiet_interrupt(on_unraisable)
-    try:
+    # Ctrl-C is remembered (_stop): an interrupt whose KeyboardInterrupt is dropped in a
+    # callback while the job is set up still stops it, at the first epoch's end at the latest
+    with remembering(_stop, fresh=False):
         return _run(args)
-    finally:
-        if on_int is not signal.SIG_IGN:
-            signal.signal(signal.SIGINT, on_int)
-        sys.unraisablehook = on_unraisable
 
 
 def _run(args) -> int:
@@ -106,7 +96,7 @@ def _run(args) -> int:
     # Open MPI's launcher passes Ctrl-C on to the ranks as SIGTERM: training stops as for Ctrl-C
     on_term = signal.signal(signal.SIGTERM, _stop) if comm.size > 1 else None
     try:
-        if _signalled:  # a Ctrl-C while the job was set up, its KeyboardInterrupt dropped
+        if signalled:  # a Ctrl-C while the job was set up, its KeyboardInterrupt dropped
             raise KeyboardInterrupt
         records = _train_with_progress(trainer, args, comm, writer, metric, saved)
     except BaseException as exc:
@@ -144,10 +134,6 @@ def _run(args) -> int:
     return 0
 
 
-#: the signals that asked training to stop. Python drops an exception raised inside a weakref
-#: callback or a ``__del__`` (the tensor caches forget entries in such callbacks): a Ctrl-C that
-#: lands there would be lost, so it is remembered too, and training stops after the epoch
-_signalled: list[int] = []
 _saving: list[bool] = []  # non-empty while a checkpoint is written
 
 
@@ -155,19 +141,9 @@ def _stop(signum, frame):
     """Ctrl-C (or mpirun's SIGTERM): stop training. While a checkpoint is being written the
     first signal waits for the write to end, so the line that names the last checkpoint is
     true; a second one stops at once."""
-    _signalled.append(signum)
-    if not _saving or len(_signalled) > 1:
+    signalled.append(signum)
+    if not _saving or len(signalled) > 1:
         raise KeyboardInterrupt
-
-
-def _quiet_interrupt(report):
-    """``sys.unraisablehook`` while ``train`` runs: a KeyboardInterrupt dropped in a callback is
-    not reported (the epoch's end stops training for it); anything else goes to ``report``, the
-    hook that was in place."""
-    def hook(unraisable) -> None:
-        if not isinstance(unraisable.exc_value, KeyboardInterrupt):
-            report(unraisable)
-    return hook
 
 
 def tell_user(line: str, launched: bool) -> None:
@@ -306,7 +282,7 @@ def _train_with_progress(trainer, args, comm, writer, metric: str, saved: list):
                 saved.append(record.epoch)
             finally:
                 _saving.clear()
-        if _signalled:  # its KeyboardInterrupt was dropped in a callback: stop here instead
+        if signalled:  # its KeyboardInterrupt was dropped in a callback: stop here instead
             raise KeyboardInterrupt
 
     try:

@@ -137,26 +137,40 @@ def test_ctrl_c_during_a_compiled_modules_import_arrives_after_it(tmp_path):
                                                                         done.stderr)
 
 
+def train_dropping_an_interrupt(module, function):
+    """``gnnscale train`` run in a child whose ``module.function`` first sends itself a SIGINT
+    from a ``__del__``, where Python drops the KeyboardInterrupt."""
+    code = ("import os, signal, sys\n"
+            f"from gnnscale.cli import main, {module}\n"
+            "class Dropped:\n"
+            "    def __del__(self):\n"
+            "        os.kill(os.getpid(), signal.SIGINT)  # its KeyboardInterrupt is dropped\n"
+            f"plain = {module}.{function}\n"
+            "def dropping_an_interrupt(*args):\n"
+            "    Dropped()\n"
+            "    return plain(*args)\n"
+            f"{module}.{function} = dropping_an_interrupt\n"
+            f"sys.exit(main.main({TRAIN!r}))\n")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=REPO_ROOT, timeout=120, env=mpi_env(), preexec_fn=at_a_terminal)
+
+
 def test_ctrl_c_dropped_while_the_job_is_set_up_still_stops_training():
     """Python drops a KeyboardInterrupt raised inside a ``__del__`` (or a weakref callback):
     one that lands there while ``train`` builds its job is remembered, and training stops
     after its first epoch with the usual line, instead of running on."""
-    code = ("import os, signal, sys\n"
-            "from gnnscale.cli import main, train_cmd\n"
-            "class Dropped:\n"
-            "    def __del__(self):\n"
-            "        os.kill(os.getpid(), signal.SIGINT)  # its KeyboardInterrupt is dropped\n"
-            "build = train_cmd.build_trainer\n"
-            "def build_dropping_an_interrupt(args, comm):\n"
-            "    Dropped()\n"
-            "    return build(args, comm)\n"
-            "train_cmd.build_trainer = build_dropping_an_interrupt\n"
-            f"sys.exit(main.main({TRAIN!r}))\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd=REPO_ROOT, timeout=120, env=mpi_env(), preexec_fn=at_a_terminal)
+    done = train_dropping_an_interrupt("train_cmd", "build_trainer")
     assert done.returncode == 130, (done.returncode, done.stderr[-2000:])
     assert done.stderr.startswith("interrupted in epoch 1 of 100000; "), done.stderr
     assert "Exception ignored" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_ctrl_c_dropped_while_modules_load_stops_before_the_command():
+    """A Ctrl-C whose KeyboardInterrupt lands in importlib's module-lock callback (or any
+    ``__del__``) before the command starts is dropped by Python: it is remembered, and the
+    command stops before it starts, with code 130 and nothing printed."""
+    done = train_dropping_an_interrupt("main", "build_parser")
+    assert (done.returncode, done.stdout, done.stderr) == (130, "", ""), done
 
 
 def test_the_console_entry_point_module_loads_no_heavy_modules():
