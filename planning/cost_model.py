@@ -514,15 +514,6 @@ def _per_edge(k: dict, w: dict, width: float, rows_read, cache: float):
     return hit * cached + (1.0 - hit) * beyond
 
 
-def _local_sums(k: dict, masters, mirrors, width: float, cache: float):
-    """A vertex cut's aggregation among peers forms each local row in two pieces (the products
-    from masters' rows and from mirrors' rows, ``gnnscale/graph/vertex_cut.py``) and sums
-    them elementwise: on the mirrors' rows (the partial sums it sends) and on the masters'
-    rows, forward and backward alike."""
-    return sum(_rate(k, "gamma_elem", 4.0 * width * rows, cache) * rows * width
-               for rows in (mirrors, masters))
-
-
 def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
                  training: bool, cache: float) -> tuple[_Pass, _Pass]:
     """(forward, backward) passes of one layer; ``cache``: each rank's share of its host's
@@ -581,10 +572,11 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
     pre, post = (dense, none) if transform_first else (none, dense)
     post = post + root_select
     if w["kind"] == "vertex_cut":  # masters -> mirrors, local product, partial sums -> masters
-        sums = _local_sums(k, n, halo, width, cache) if xchg.p > 1 else none
-        fwd = _Pass([(pre + pack + cp, none, x), (inner + sums + cp, none, x)],
+        # (a local row's products from masters' and from mirrors' rows are summed inside the
+        # kernel, gnnscale/graph/vertex_cut.py: no elementwise pass of their own)
+        fwd = _Pass([(pre + pack + cp, none, x), (inner + cp, none, x)],
                     pack + post + elementwise)
-        back = [(pack + cp, none, x), (inner + sums + cp, none, x)]
+        back = [(pack + cp, none, x), (inner + cp, none, x)]
     else:
         fwd = _Pass([(pre + pack + cp, inner, x)], bnd + post + elementwise)
         back = [(bnd + cp, inner, x)]

@@ -172,8 +172,11 @@ class SparseBlock:
             return dense.new_zeros((self.shape[0], *dense.shape[1:]))
         return self._forward.matmul(dense, progress, add_to)
 
-    def matmul_transposed(self, dense: torch.Tensor, progress=None) -> torch.Tensor:
-        """``A.T @ dense``: [cols, F]."""
+    def matmul_transposed(self, dense: torch.Tensor, progress=None,
+                          add_to=None) -> torch.Tensor:
+        """``A.T @ dense``: [cols, F]; ``add_to`` as for :meth:`matmul` ([cols, F])."""
         if self.nnz == 0 or dense.shape[0] == 0:
+            if add_to is not None:
+                return add_to
             return dense.new_zeros((self.shape[1], *dense.shape[1:]))
-        return self._transpose.matmul(dense, progress)
+        return self._transpose.matmul(dense, progress, add_to)

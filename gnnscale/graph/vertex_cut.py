@@ -70,9 +70,11 @@ class VertexCutAggregate(torch.autograd.Function):
                               reverse=False, kind=FEATURES)
         out = oo.matmul(owned)
         mirror = policy.finish(handle, plan).to(owned.dtype)
-        partial = mo.matmul(owned) + mm.matmul(mirror)
+        # each second product is added into the first's fresh result in the kernel: no
+        # temporary, and the (mostly empty) rows of a block without non-zeros are skipped
+        partial = mm.matmul(mirror, add_to=mo.matmul(owned))
         handle = policy.start((slot, "sum"), partial, plan, reverse=True, kind=TO_OWNER)
-        out = out + om.matmul(mirror)
+        out = om.matmul(mirror, add_to=out)
         return plan.accumulate_into_owned(out, policy.finish(handle, plan))
 
     @staticmethod
@@ -85,8 +87,9 @@ class VertexCutAggregate(torch.autograd.Function):
                               reverse=False, kind=TO_OWNER)
         grad_owned = oo.matmul_transposed(grad_out)
         grad_mirror_partial = policy.finish(handle, plan).to(grad_out.dtype)
-        grad_owned = grad_owned + mo.matmul_transposed(grad_mirror_partial)
-        grad_mirror = om.matmul_transposed(grad_out) + mm.matmul_transposed(grad_mirror_partial)
+        grad_owned = mo.matmul_transposed(grad_mirror_partial, add_to=grad_owned)
+        grad_mirror = mm.matmul_transposed(grad_mirror_partial,
+                                           add_to=om.matmul_transposed(grad_out))
         sent = policy.exchange((slot, "bwd_sum"), grad_mirror, plan, reverse=True, kind=TO_OWNER)
         return plan.accumulate_into_owned(grad_owned, sent), None, None, None, None
 

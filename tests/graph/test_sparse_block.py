@@ -92,6 +92,24 @@ def test_product_added_into_a_tensor_in_place(kernel, dtype):
     assert empty.matmul(x, add_to=target) is target and torch.equal(target, expected)
 
 
+@pytest.mark.parametrize("kernel", ["compiled", "torch"])
+def test_transposed_product_added_into_a_tensor_in_place(kernel):
+    """``A.T @ y`` added into a [cols, F] tensor (the vertex cut's backward sums its blocks'
+    products so), the sum bit for bit; an empty block leaves the tensor as it is."""
+    block = SparseBlock(_matrix(), torch.float32)
+    y, base = torch.randn(300, 6), torch.randn(200, 6)
+    sparse_module.set_cpu_kernel(kernel)
+    try:
+        expected = base + block.matmul_transposed(y)
+        target = base.clone()
+        assert block.matmul_transposed(y, add_to=target) is target
+    finally:
+        sparse_module.set_cpu_kernel("compiled")
+    assert torch.equal(target, expected)
+    empty = SparseBlock(sp.csr_matrix((300, 200)), torch.float32)
+    assert empty.matmul_transposed(y, add_to=target) is target and torch.equal(target, expected)
+
+
 def _one_rank_graph():
     data = generate_sbm(num_nodes=200, num_features=6, avg_degree=4.0, seed=1)
     view = build_part_view(data, np.zeros(data.num_nodes, dtype=np.int64), 0, num_parts=1)
