@@ -76,38 +76,25 @@ def test_torch_kernel_reads_the_same_arrays():
 @pytest.mark.parametrize("kernel,dtype", [("compiled", torch.float32),
                                           ("compiled", torch.bfloat16),
                                           ("torch", torch.float32)])
-def test_product_added_into_a_tensor_in_place(kernel, dtype):
-    matrix = _matrix()
-    block = SparseBlock(matrix, torch.float32)
-    x, base = torch.randn(200, 6).to(dtype), torch.randn(300, 6).to(dtype)
+@pytest.mark.parametrize("orientation", ["matmul", "matmul_transposed"])
+def test_product_added_into_a_tensor_in_place(kernel, dtype, orientation):
+    """``A @ x`` into a [rows, F] tensor, ``A.T @ y`` into a [cols, F] one (the vertex cut's
+    backward sums its blocks' products so): the sum, bit for bit; an empty block leaves the
+    tensor as it is."""
+    rows, cols = (300, 200) if orientation == "matmul" else (200, 300)
+    block = SparseBlock(_matrix(), torch.float32)
+    product = getattr(block, orientation)
+    x, base = torch.randn(cols, 6).to(dtype), torch.randn(rows, 6).to(dtype)
     sparse_module.set_cpu_kernel(kernel)
     try:
-        expected = base + block.matmul(x)
+        expected = base + product(x)
         target = base.clone()
-        assert block.matmul(x, add_to=target) is target
+        assert product(x, add_to=target) is target
     finally:
         sparse_module.set_cpu_kernel("compiled")
     assert torch.equal(target, expected)  # the sum, bit for bit
-    empty = SparseBlock(sp.csr_matrix((300, 200)), torch.float32)
-    assert empty.matmul(x, add_to=target) is target and torch.equal(target, expected)
-
-
-@pytest.mark.parametrize("kernel", ["compiled", "torch"])
-def test_transposed_product_added_into_a_tensor_in_place(kernel):
-    """``A.T @ y`` added into a [cols, F] tensor (the vertex cut's backward sums its blocks'
-    products so), the sum bit for bit; an empty block leaves the tensor as it is."""
-    block = SparseBlock(_matrix(), torch.float32)
-    y, base = torch.randn(300, 6), torch.randn(200, 6)
-    sparse_module.set_cpu_kernel(kernel)
-    try:
-        expected = base + block.matmul_transposed(y)
-        target = base.clone()
-        assert block.matmul_transposed(y, add_to=target) is target
-    finally:
-        sparse_module.set_cpu_kernel("compiled")
-    assert torch.equal(target, expected)
-    empty = SparseBlock(sp.csr_matrix((300, 200)), torch.float32)
-    assert empty.matmul_transposed(y, add_to=target) is target and torch.equal(target, expected)
+    empty = getattr(SparseBlock(sp.csr_matrix((300, 200)), torch.float32), orientation)
+    assert empty(x, add_to=target) is target and torch.equal(target, expected)
 
 
 def _one_rank_graph():
