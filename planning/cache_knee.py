@@ -16,10 +16,39 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["beyond_cache_fraction", "fit_cache_knee", "KNEE_STEPS_PER_OCTAVE"]
+__all__ = ["beyond_cache_fraction", "fit_cache_knee", "lru_hit_share", "KNEE_STEPS_PER_OCTAVE"]
 
 #: candidate cache sizes tried per doubling of the working set
 KNEE_STEPS_PER_OCTAVE = 8
+
+
+def lru_hit_share(share, rows: float) -> np.ndarray:
+    """Share of each part's reads that a least-recently-used cache of ``rows`` rows serves,
+    by Che's approximation: with reads falling on row ``i`` with probability ``p_i``
+    independently, the cache holds the rows read within a time ``T`` that fills it,
+    ``sum_i (1 - exp(-p_i T)) = rows``, and a read hits with probability ``1 - exp(-p_i T)``.
+
+    ``share``: ``[parts, levels]``, the cumulative share of reads of each part's ``2**j``
+    most-read rows (:func:`planning.workload.gather_share`); the rows of a level (from
+    ``2**(j-1)`` to ``2**j``) are taken as read alike. Below the share the same cache would
+    serve if it held the most-read rows, the more the reads spread; every part whose read
+    rows all fit gets 1."""
+    share = np.atleast_2d(np.asarray(share, dtype=np.float64))
+    levels = share.shape[1]
+    sizes = np.diff(np.concatenate([[0.0], 2.0 ** np.arange(levels)]))
+    mass = np.diff(np.concatenate([np.zeros((share.shape[0], 1)), share], axis=1), axis=1)
+    mass = np.maximum(mass, 0.0)
+    p = mass / sizes
+    read = np.where(mass > 0, sizes, 0.0).sum(axis=1)  # rows read at all, per part
+    # bisect log T for every part at once: the rows held grow with T from 0 towards `read`
+    lo, hi = np.full(share.shape[0], -60.0), np.full(share.shape[0], 80.0)
+    for _ in range(48):  # log T to within 1e-12
+        mid = (lo + hi) / 2
+        held = (sizes * -np.expm1(-p * np.exp(mid)[:, None])).sum(axis=1)
+        below = held < rows
+        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+    hit = (mass * -np.expm1(-p * np.exp(hi)[:, None])).sum(axis=1)
+    return np.where(read <= rows, 1.0, np.minimum(hit, 1.0))
 
 
 def beyond_cache_fraction(working_set, cache: float):

@@ -58,8 +58,10 @@ an aggregation gathers ``4 w (N_p + halo_p)`` (GAT's gathers likewise), or the a
 elementwise op passes over. A dense transform costs ``max(g_flop 2 N a c, g_byte f 4 N (a +
 c))``: its flops, or the bytes it streams where they leave the cache. Where the workload has
 ``gather_share`` (:func:`planning.workload.gather_share`), an aggregation's reads hit the
-cache in the share its ``C / 4w`` most-read rows take (the rows that fit, power-law hubs
-first), at ``g_agg``'s cached constants, and the rest at the ones beyond the cache.
+cache in the share a least-recently-used cache of ``C / 4w`` rows serves given how the reads
+crowd onto rows (Che's approximation, :func:`planning.cache_knee.lru_hit_share`: power-law
+hubs stay in the cache, rarely read rows pass through it), at ``g_agg``'s cached constants,
+and the rest at the ones beyond the cache.
 ``C`` comes from :func:`planning.cache_knee.fit_cache_knee`, at most the cache reported.
 
 **Step**: a timeline of every rank's passes, forward layers then backward layers in reverse
@@ -129,7 +131,7 @@ import numpy as np
 
 from partitioning.errors import PartitionError
 
-from .cache_knee import beyond_cache_fraction
+from .cache_knee import beyond_cache_fraction, lru_hit_share
 from .halo_wire import HaloOptions
 from .shared_cores import pass_ends
 
@@ -498,9 +500,9 @@ def _sending(k: dict, xchg: _Exchange, n, width: float, cache: float) -> tuple:
 
 def _per_edge(k: dict, w: dict, width: float, rows_read, cache: float):
     """Seconds per non-zero of an aggregation over rows ``width`` wide, per rank: ``g_nnz + g_edge
-    w`` at the cached constants for the share of reads that hit the rows fitting the rank's
-    cache share (its most-read rows: the workload's ``gather_share``), at the constants beyond
-    the cache for the rest; without ``gather_share``, between the two by the rows read
+    w`` at the cached constants for the share of reads that hit a least-recently-used cache of
+    the rows fitting the rank's cache share (:func:`planning.cache_knee.lru_hit_share`, from
+    the workload's ``gather_share``), at the constants beyond the cache for the rest; without ``gather_share``, between the two by the rows read
     (``rows_read``) as every other op."""
     share = w.get("gather_share")
     if share is None or cache <= 0:
@@ -509,8 +511,7 @@ def _per_edge(k: dict, w: dict, width: float, rows_read, cache: float):
                 + _rate(k, "gamma_nnz", gathered, cache))
     cached = k["gamma_nnz"] + k["gamma_edge"] * width
     beyond = k["gamma_nnz_mem"] + k["gamma_edge_mem"] * width
-    fitting = np.log2(max(1.0, cache / (4.0 * width)))  # log2 of the rows the cache holds
-    hit = np.array([np.interp(fitting, np.arange(row.size), row) for row in share])
+    hit = lru_hit_share(share, cache / (4.0 * width))  # the rows the cache holds
     return hit * cached + (1.0 - hit) * beyond
 
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from gnnscale.cli.calibrate import per_edge_and_value
+from planning.cache_knee import lru_hit_share
 from planning.cost_model import Cluster, CostModel, ModelSpec, predict
 from planning.workload import gather_share, workload_from_arrays
 
@@ -18,6 +19,23 @@ def test_gather_share_counts_each_parts_most_read_rows_by_hand():
     assert share.tolist() == [[0.75, 1.0, 1.0], [0.25, 0.5, 1.0]]
     assert gather_share(np.array([0]), np.array([3]), 6, 2).tolist() == [[1.0, 1.0],
                                                                           [1.0, 1.0]]
+
+
+def test_an_lru_cache_serves_uniform_reads_in_proportion_and_skewed_ones_below_the_top_rows():
+    uniform = 2.0 ** np.arange(13) / 4096  # 4,096 rows read alike
+    assert lru_hit_share(uniform, 1024) == pytest.approx([0.25], rel=1e-6)
+    # half the reads on one row, the rest spread over 4,095: the hub always hits, the rest
+    # as uniform reads do in a cache one row smaller (what holding the most-read rows gives)
+    hub = np.concatenate([[0.5], 0.5 + 0.5 * (2.0 ** np.arange(1, 13) - 1) / 4095])
+    assert lru_hit_share(hub, 1024) == pytest.approx([0.5 + 0.5 * 1023 / 4095], rel=1e-6)
+    # reads falling off as 1 / rank (Zipf): rarely read rows pass through the cache and
+    # push hotter ones out, so it serves less than holding the 1,024 most-read rows would
+    counts = np.cumsum(1.0 / np.arange(1, 4097))
+    zipf = counts[2 ** np.arange(13) - 1] / counts[-1]
+    hits = lru_hit_share(np.stack([zipf, uniform]), 1024)
+    assert hits[1] < hits[0] < np.interp(10, np.arange(13), zipf)
+    assert lru_hit_share(uniform, 4096).tolist() == [1.0]  # every row read fits
+    assert np.all(np.diff([lru_hit_share(zipf, r)[0] for r in (1, 10, 100, 1000, 4000)]) > 0)
 
 
 def _two_parts(share) -> dict:
