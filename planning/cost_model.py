@@ -502,8 +502,8 @@ def _per_edge(k: dict, w: dict, width: float, rows_read, cache: float):
     """Seconds per non-zero of an aggregation over rows ``width`` wide, per rank: ``g_nnz + g_edge
     w`` at the cached constants for the share of reads that hit a least-recently-used cache of
     the rows fitting the rank's cache share (:func:`planning.cache_knee.lru_hit_share`, from
-    the workload's ``gather_share``), at the constants beyond the cache for the rest; without ``gather_share``, between the two by the rows read
-    (``rows_read``) as every other op."""
+    the workload's ``gather_share``), at the constants beyond the cache for the rest; without
+    ``gather_share``, between the two by the rows read (``rows_read``) as every other op."""
     share = w.get("gather_share")
     if share is None or cache <= 0:
         gathered = 4.0 * width * rows_read
