@@ -90,9 +90,10 @@ multiplied by ``s``; the loss, the cross-entropy over a rank's training rows for
 backward, costs ``rows (g_loss_row + g_loss_logit classes)`` (calibrated: mostly per row at a
 few classes), or 10 elementwise ops per logit where those are not calibrated.
 **Evaluation**: the forward layers as in ``T_fwd``, without dropout, the metrics over every
-row (``rows (g_eval_row + g_eval_logit classes)``, as the loss) and their allreduce. A first layer that aggregates the raw features (``a < c``; GAT excepted) finds
-their aggregate kept from the first evaluation (the graph's cache of constant inputs):
-evaluation, and training without input dropout, only transform it, with no exchange.
+row (``rows (g_eval_row + g_eval_logit classes)``, as the loss) and their allreduce. A first
+layer that aggregates the raw features (``a < c``; GAT excepted) finds their aggregate kept
+from the first evaluation (the graph's cache of constant inputs): evaluation, and training
+without input dropout, only transform it, with no exchange.
 
 **Rows computed.** A training step of an edge cut computes only what the loss needs (GCN,
 SAGE): the last layer the training rows, each layer below the rows the layer above reads
@@ -101,10 +102,11 @@ the in-edges of its rows only, its exchange unchanged (the workload's ``computed
 terms above then take those rows (``N_p`` in the transform, the elementwise ops and GCN's
 self loops: the input's rows where the layer transforms first) and edges (``Ein_p``,
 ``Eb_p``); SAGE's root transform selects its rows from the layer's input (``g_gather`` per
-value, forward, and again backward where the input needs a gradient). A first layer aggregating raw features through dropout aggregates every row. A
-vertex cut aggregates every master at every layer and its last layer selects the training
-rows from that aggregate: they alone take the last layer's bias, and its transform where it
-aggregates first. Evaluation computes every row.
+value, forward, and again backward where the input needs a gradient). A first layer
+aggregating raw features through dropout aggregates every row. A vertex cut aggregates
+every master at every layer and its last layer selects the training rows from that
+aggregate: they alone take the last layer's bias, and its transform where it aggregates
+first. Evaluation computes every row.
 
 **Halo dtype and staleness** (:class:`planning.halo_wire.HaloOptions`, ``predict(halo=)``):
 rows travel at :func:`planning.halo_wire.row_bytes` of the dtype (``b`` above), and each

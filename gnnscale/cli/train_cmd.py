@@ -13,7 +13,7 @@ from .arguments import (DEFAULT_CHECKPOINT_EVERY, add_evaluation_arguments,
 from .build import build_trainer, check_build_arguments
 from . import memory_check
 from .common import agreed_failure, formatter, interrupted, mpirun_words, say
-from .interrupts import remembering, signalled
+from .interrupts import remembering, signalled, stop_if_signalled
 from .progress import print_line, progress_bar
 from .report import format_profile_table, format_time_table, run_summary
 
@@ -96,8 +96,7 @@ def _run(args) -> int:
     # Open MPI's launcher passes Ctrl-C on to the ranks as SIGTERM: training stops as for Ctrl-C
     on_term = signal.signal(signal.SIGTERM, _stop) if comm.size > 1 else None
     try:
-        if signalled:  # a Ctrl-C while the job was set up, its KeyboardInterrupt dropped
-            raise KeyboardInterrupt
+        stop_if_signalled()  # a Ctrl-C while the job was set up, its KeyboardInterrupt dropped
         records = _train_with_progress(trainer, args, comm, writer, metric, saved)
     except BaseException as exc:
         if not interrupted(exc):
@@ -282,8 +281,7 @@ def _train_with_progress(trainer, args, comm, writer, metric: str, saved: list):
                 saved.append(record.epoch)
             finally:
                 _saving.clear()
-        if signalled:  # its KeyboardInterrupt was dropped in a callback: stop here instead
-            raise KeyboardInterrupt
+        stop_if_signalled()  # its KeyboardInterrupt dropped in a callback: stop here instead
 
     try:
         return trainer.fit(args.epochs, on_epoch, patience=args.early_stop,
