@@ -39,13 +39,16 @@ dropout and, on the first layer in training, the raw features' dropout, ``elemen
 twice the output's ops only (the raw features need no gradient). GAT exchanges width ``H C +
 H`` and works per edge (``g_gather H C`` x 3 forward, x 6 backward): the edges from owned
 sources (and self loops) while the exchange travels, the halo's after it. A vertex cut
-(DistGNN) exchanges twice per aggregation (master -> mirrors, partial sums -> masters) around
-its local product, without overlap. Its rank holds, transforms and passes elementwise over its
-masters' rows only (``N_p``: the dense terms, ``elementwise``, the loss); its local product
-reads every edge of the part (``Ein_p``; GCN's self loops at the masters) into every local
-row, masters and mirrors (``N_p + halo_p``, ``halo_p`` its mirrors), in two pieces (from the
-masters' rows and from the mirrors') that, among peers, it sums elementwise on both
-(``g_elem (N_p + halo_p) w``, forward and backward). Every layer and pass of a rank also costs
+(DistGNN) exchanges twice per aggregation (master -> mirrors, partial sums -> masters). Its
+rank holds, transforms and passes elementwise over its masters' rows only (``N_p``: the dense
+terms, ``elementwise``, the loss); its local product reads every edge of the part (``Ein_p``;
+GCN's self loops at the masters) into every local row, masters and mirrors (``N_p + halo_p``,
+``halo_p`` its mirrors), in four blocks (the workload's ``vertex_cut_edges``: masters <-
+masters ``E_oo``, masters <- mirrors ``E_om``, mirrors <- masters ``E_mo``, mirrors <-
+mirrors ``E_mm``), each pair into one row summed inside the kernel. Forward, ``E_oo + E_mo``
+overlap the first exchange and ``E_om`` the second, ``E_mm`` between them overlaps nothing;
+backward, ``E_oo + E_om`` and ``E_mo``. Without the blocks in the workload, no product
+overlaps an exchange. Every layer and pass of a rank also costs
 ``layer_overhead_s`` (Python and autograd), and every exchange ``exchange_overhead_s`` more
 time to travel (posting, progressing and completing it: fixed, whatever its size), as does
 every allreduce (the step's gradient buckets, the evaluation's metrics).
@@ -577,9 +580,10 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
     if w["kind"] == "vertex_cut":  # masters -> mirrors, local product, partial sums -> masters
         # (a local row's products from masters' and from mirrors' rows are summed inside the
         # kernel, gnnscale/graph/vertex_cut.py: no elementwise pass of their own)
-        fwd = _Pass([(pre + pack + cp, none, x), (inner + cp, none, x)],
+        oo, om, mo, mm = _vertex_cut_blocks(w, ein, self_loops, per_edge)
+        fwd = _Pass([(pre + pack + cp, oo + mo, x), (mm + cp, om, x)],
                     pack + post + elementwise)
-        back = [(pack + cp, none, x), (inner + cp, none, x)]
+        back = [(pack + cp, oo + om, x), (mm + cp, mo, x)]
     else:
         fwd = _Pass([(pre + pack + cp, inner, x)], bnd + post + elementwise)
         back = [(bnd + cp, inner, x)]
@@ -594,6 +598,17 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
     before = b0 + 2 * output_ops + (none if transform_first else dense_back)
     after = pack + (dense_back if transform_first else none)
     return fwd, _Pass([(before, ov0, x0), *rest], after)
+
+
+def _vertex_cut_blocks(w: dict, edges, self_loops, per_edge) -> list:
+    """Seconds of a vertex cut's four block products (masters <- masters with the self loops,
+    masters <- mirrors, mirrors <- masters, mirrors <- mirrors) per rank; a workload without
+    ``vertex_cut_edges`` gives them all to the last, which overlaps no exchange."""
+    blocks = w.get("vertex_cut_edges")
+    if blocks is None:
+        return [0.0 * edges, 0.0 * edges, 0.0 * edges, per_edge * (edges + self_loops)]
+    oo, om, mo, mm = np.asarray(blocks, dtype=np.float64)
+    return [per_edge * (oo + self_loops), per_edge * om, per_edge * mo, per_edge * mm]
 
 
 def _root_select(k: dict, w: dict, spec: ModelSpec, training: bool, out_rows, in_rows,

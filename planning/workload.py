@@ -7,7 +7,10 @@ arrays (NumPy only, so the planner never needs torch):
   training split.
 * ``inner_edges`` / ``boundary_edges``: edge cut: in-edges of owned nodes whose source is owned
   (aggregated while the halo travels) or a halo node (aggregated after it arrived). Vertex cut:
-  all edges of the part are ``inner_edges`` (``boundary_edges`` are 0).
+  all edges of the part are ``inner_edges`` (``boundary_edges`` are 0), and
+  ``vertex_cut_edges[b, p]`` splits them into the four blocks its aggregation multiplies
+  (``b``: masters <- masters, masters <- mirrors, mirrors <- masters, mirrors <- mirrors, by
+  whether the edge's destination and source are mastered on ``p``).
 * ``recv_rows[p, q]``: rows part ``p`` receives from part ``q`` per exchange (its halo rows owned
   by ``q``, or its mirrors mastered by ``q``: the nodes of ``p``'s edges mastered by ``q``).
   ``recv_rows[p].sum()`` is the part's halo, on a vertex cut its mirrors, so ``nodes +
@@ -50,9 +53,13 @@ def part_workload(graph, partition) -> dict:
     owner = partition.node_parts
     nodes = np.bincount(owner, minlength=p)
     src, dst = g.edge_index()
+    blocks = None
     if partition.kind == "vertex_cut":
-        inner = np.bincount(partition.edge_parts, minlength=p)
+        part = np.asarray(partition.edge_parts, dtype=np.int64)
+        inner = np.bincount(part, minlength=p)
         boundary = np.zeros(p, dtype=np.int64)
+        block = 2 * (owner[dst] != part) + (owner[src] != part)
+        blocks = np.bincount(block * p + part, minlength=4 * p).reshape(4, p)
     else:
         dst_part = owner[dst]
         crossing = owner[src] != dst_part
@@ -73,7 +80,8 @@ def part_workload(graph, partition) -> dict:
     return workload_from_arrays(partition.kind, nodes, inner, boundary, recv, train,
                                 num_nodes=g.num_nodes, num_edges=g.num_edges,
                                 computed=computed,
-                                gather_share=gather_share(reader, src, g.num_nodes, p))
+                                gather_share=gather_share(reader, src, g.num_nodes, p),
+                                vertex_cut_edges=blocks)
 
 
 def gather_share(part_of_edge: np.ndarray, src: np.ndarray, num_nodes: int,
@@ -128,14 +136,17 @@ def _narrowed_rows(owner: np.ndarray, src: np.ndarray, dst: np.ndarray, loss_row
 def workload_from_arrays(kind: str, nodes, inner_edges, boundary_edges, recv_rows,
                          train_nodes=None, num_nodes: int | None = None,
                          num_edges: int | None = None, computed: tuple | None = None,
-                         gather_share=None) -> dict:
+                         gather_share=None, vertex_cut_edges=None) -> dict:
     """Assemble a workload dict from per-part arrays (for tests and hand-made scenarios).
 
     ``computed``: optional ``(rows, inner edges, boundary edges)``, each ``[levels, parts]``,
     what a training step computes at each level below the last layer (see the module
     docstring); without it the model takes every layer as computing every row.
     ``gather_share``: optional ``[parts, levels]`` (:func:`gather_share`); without it the
-    model takes a part's reads as spread over every row it reads."""
+    model takes a part's reads as spread over every row it reads.
+    ``vertex_cut_edges``: optional ``[4, parts]``, a vertex cut's edges by block (see the
+    module docstring); without it the model overlaps none of its products with its
+    exchanges."""
     nodes = np.asarray(nodes, dtype=np.float64)
     recv = np.asarray(recv_rows, dtype=np.float64).reshape(nodes.size, nodes.size)
     train = np.zeros_like(nodes) if train_nodes is None else np.asarray(train_nodes, np.float64)
@@ -159,6 +170,14 @@ def workload_from_arrays(kind: str, nodes, inner_edges, boundary_edges, recv_row
             raise ValueError(f"gather_share must be [{nodes.size}, levels], got shape "
                              f"{share.shape}")
         work["gather_share"] = share
+    if vertex_cut_edges is not None:
+        blocks = np.asarray(vertex_cut_edges, dtype=np.float64)
+        if kind != "vertex_cut" or blocks.shape != (4, nodes.size) or \
+                not np.allclose(blocks.sum(0), inner):
+            raise ValueError(f"vertex_cut_edges must be a vertex cut's [4, {nodes.size}] "
+                             f"edges by block, summing to inner_edges; got shape "
+                             f"{blocks.shape} for a {kind}")
+        work["vertex_cut_edges"] = blocks
     return work
 
 

@@ -36,6 +36,7 @@ from collections import deque
 import numpy as np
 import torch
 
+from ..comm import Work
 from .halo import HaloPlan
 
 POLICIES = ("exact", "pipelined", "delayed", "local")
@@ -102,6 +103,17 @@ class StalenessPolicy:
     def finish(self, handle, plan: HaloPlan) -> torch.Tensor:
         """The rows exchange ``handle`` delivers (fresh or stale, as the policy decides)."""
         return plan.wait(handle)
+
+    def progress(self, handle, plan: HaloPlan):
+        """What to call between a product's row blocks while exchange ``handle`` travels (the
+        exchange's ``test``: MPI moves data only inside MPI calls), or None: the exchange is
+        already complete (a stale policy's answer, or ``plan.overlap`` off, which waits here)."""
+        if not isinstance(handle, Work):
+            return None
+        if not plan.overlap:
+            plan.wait(handle)
+            return None
+        return handle.test
 
     def exchange(self, key, rows, plan, *, reverse: bool, kind: str) -> torch.Tensor:
         """:meth:`start` then :meth:`finish`."""

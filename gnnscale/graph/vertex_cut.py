@@ -68,13 +68,17 @@ class VertexCutAggregate(torch.autograd.Function):
         ctx.state = (blocks, plan, policy, slot)
         handle = policy.start((slot, "fwd"), plan.sent_rows(owned), plan,
                               reverse=False, kind=FEATURES)
-        out = oo.matmul(owned)
+        # the products of the owned rows run while the mirrors' rows travel, the exchange
+        # tested between their row blocks (MPI moves data only inside MPI calls)
+        progress = policy.progress(handle, plan)
+        out = oo.matmul(owned, progress)
+        partial = mo.matmul(owned, progress)
         mirror = policy.finish(handle, plan).to(owned.dtype)
         # each second product is added into the first's fresh result in the kernel: no
         # temporary, and the (mostly empty) rows of a block without non-zeros are skipped
-        partial = mm.matmul(mirror, add_to=mo.matmul(owned))
+        partial = mm.matmul(mirror, add_to=partial)
         handle = policy.start((slot, "sum"), partial, plan, reverse=True, kind=TO_OWNER)
-        out = om.matmul(mirror, add_to=out)
+        out = om.matmul(mirror, policy.progress(handle, plan), add_to=out)
         return plan.accumulate_into_owned(out, policy.finish(handle, plan))
 
     @staticmethod
@@ -85,12 +89,15 @@ class VertexCutAggregate(torch.autograd.Function):
         grad_out = grad_out.contiguous()
         handle = policy.start((slot, "bwd"), plan.sent_rows(grad_out), plan,
                               reverse=False, kind=TO_OWNER)
-        grad_owned = oo.matmul_transposed(grad_out)
+        progress = policy.progress(handle, plan)  # as in forward: the transposed products
+        grad_owned = oo.matmul_transposed(grad_out, progress)  # of the owned rows' gradients
+        grad_mirror = om.matmul_transposed(grad_out, progress)
         grad_mirror_partial = policy.finish(handle, plan).to(grad_out.dtype)
-        grad_owned = mo.matmul_transposed(grad_mirror_partial, add_to=grad_owned)
-        grad_mirror = mm.matmul_transposed(grad_mirror_partial,
-                                           add_to=om.matmul_transposed(grad_out))
-        sent = policy.exchange((slot, "bwd_sum"), grad_mirror, plan, reverse=True, kind=TO_OWNER)
+        grad_mirror = mm.matmul_transposed(grad_mirror_partial, add_to=grad_mirror)
+        handle = policy.start((slot, "bwd_sum"), grad_mirror, plan, reverse=True, kind=TO_OWNER)
+        grad_owned = mo.matmul_transposed(grad_mirror_partial, policy.progress(handle, plan),
+                                          add_to=grad_owned)
+        sent = policy.finish(handle, plan)
         return plan.accumulate_into_owned(grad_owned, sent), None, None, None, None
 
 

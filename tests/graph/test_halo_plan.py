@@ -186,3 +186,24 @@ def test_send_positions_place_the_sent_rows_among_some_owned_rows():
     for missing in (torch.tensor([0, 2, 5, 9]), torch.tensor([0, 2, 5, 7])):
         with pytest.raises(ValueError, match="a sent row is not among the columns given"):
             plan.send_positions(missing)
+
+
+def test_a_policy_progresses_an_exchange_in_flight_and_nothing_else():
+    """What a vertex cut's products call between row blocks: the exact policy's posted
+    exchange's ``test``; with overlap off the exchange is completed at once instead (halo
+    wait charged) and nothing is called; a stale policy's answer needs nothing."""
+    from gnnscale.graph.staleness import ExactPolicy, PipelinedPolicy
+
+    plan, rows = _plan(), torch.ones(4, 3)
+    plan.configure(simulate_network=(0.0, 1e9))  # a Work completed by its wait() only
+    policy = ExactPolicy()
+    handle = policy.start((0, "fwd"), rows[:0], plan, reverse=False, kind="features")
+    progress = policy.progress(handle, plan)
+    assert progress == handle.test and progress()
+    plan.configure(overlap=False)
+    waited = policy.start((1, "fwd"), rows[:0], plan, reverse=False, kind="features")
+    assert not waited.is_completed()
+    assert policy.progress(waited, plan) is None and waited.is_completed()
+    stale = PipelinedPolicy()
+    answer = stale.start((0, "fwd"), rows[:0], plan, reverse=False, kind="features")
+    assert stale.progress(answer, plan) is None

@@ -12,7 +12,7 @@ import pytest
 from partitioning import CSRGraph
 from partitioning.base import Partition
 from partitioning.vertex_cut.parts import vertex_cut_part
-from planning.cost_model import Cluster, CostModel, ModelSpec, predict
+from planning.cost_model import Cluster, CostModel, ModelSpec, Network, predict
 from planning.workload import part_workload, workload_from_arrays
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "partitioning"))
@@ -126,3 +126,49 @@ def test_an_edge_cut_charges_no_sums_whatever_its_halo():
     own = 1000 * 16 + 1000 * 8 * 2 + 1000 * 4
     assert few["forward_s"] == many["forward_s"] == pytest.approx(own * 1e-9)
     assert few["backward_s"] == many["backward_s"]
+
+
+def test_a_vertex_cut_workload_splits_its_edges_into_the_four_blocks_by_hand():
+    """Part 0 (masters 0-2): 0->1 and 1->2 master <- master, 3->1 master <- mirror. Part 1
+    (masters 3, 4): 3->4 master <- master, 2->3 master <- mirror, 4->0 mirror <- master, 0->2
+    mirror <- mirror."""
+    w = part_workload(*by_hand())
+    np.testing.assert_array_equal(w["vertex_cut_edges"], [[2, 1], [1, 1], [0, 1], [0, 1]])
+    np.testing.assert_array_equal(w["vertex_cut_edges"].sum(0), w["inner_edges"])
+
+
+@pytest.mark.parametrize("blocks", [[[1, 1]] * 3, [[1, 1], [1, 1], [1, 1], [1, 2]]])
+def test_vertex_cut_edges_that_are_not_the_parts_edges_are_refused(blocks):
+    """Three blocks, or four that do not add up to the parts' edges; or on an edge cut."""
+    with pytest.raises(ValueError, match="vertex_cut_edges must be"):
+        workload_from_arrays("vertex_cut", [10, 10], [4, 4], [0, 0], np.zeros((2, 2)),
+                             vertex_cut_edges=blocks)
+    with pytest.raises(ValueError, match="for a edge_cut"):
+        workload_from_arrays("edge_cut", [10, 10], [4, 4], [0, 0], np.zeros((2, 2)),
+                             vertex_cut_edges=[[1, 1]] * 4)
+
+
+def with_blocks(blocks) -> dict:
+    """Two parts of 1000 masters, 5000 edges and 300 mirrors each, the edges in ``blocks``
+    (masters <- masters, <- mirrors; mirrors <- masters, <- mirrors), or none given."""
+    return workload_from_arrays("vertex_cut", [1000, 1000], [5000, 5000], [0, 0],
+                                [[0, 300], [300, 0]], [400, 400],
+                                vertex_cut_edges=None if blocks is None
+                                else np.repeat(np.asarray(blocks)[:, None], 2, axis=1))
+
+
+def test_a_vertex_cuts_products_hide_its_exchanges_where_they_overlap_them():
+    """The products of the owned rows run while the mirrors' rows travel, the masters <-
+    mirrors one while the partial sums travel; the mirrors <- mirrors product between the two
+    exchanges overlaps nothing. On a slow link: with every edge there (only the self loops
+    overlapping), or without the blocks (nothing), the exchanges are exposed; with the edges
+    where they overlap, they are hidden."""
+    slow = Cluster(ranks_per_host=1, network=Network(1e-3, 1e9))
+    model = costs(gamma_edge=1e-6)  # 1000 edges 4 wide: 4 ms, longer than an exchange
+    none, unknown, overlapping = (predict(with_blocks(b), SPEC, slow, model) for b in
+                                  ([0, 0, 0, 5000], None, [3000, 1000, 1000, 0]))
+    assert unknown["exchange_exposed_s"] > none["exchange_exposed_s"] > 0.0
+    assert overlapping["exchange_exposed_s"] == 0.0
+    # the same products, the exchanges' time taken off the step
+    assert none["step_s"] - overlapping["step_s"] == pytest.approx(
+        none["exchange_exposed_s"], rel=1e-9)
