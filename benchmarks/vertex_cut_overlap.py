@@ -1,0 +1,130 @@
+"""What overlapping the exchanges hides, across two hosts: a Libra vertex cut and a METIS edge
+cut with their exchanges overlapped and waited for at once, in turns.
+
+A vertex cut's aggregation exchanges twice (masters' rows to their mirrors, partial sums back
+to the masters); the products of the owned rows run while the first exchange travels and the
+masters <- mirrors product while the second does, each testing its exchange between row
+blocks so that MPI moves it (``gnnscale/graph/vertex_cut.py``). An edge cut's inner product
+overlaps its one exchange the same way (``gnnscale/graph/aggregate.py``).
+``HaloPlan.configure(overlap=False)`` waits for every exchange as soon as it is posted: the
+same numbers, nothing hidden.
+
+A virtual cluster of 2 hosts with one core each (``gnnscale.testing.cluster``; root), one rank
+per host, only TCP between them; at each ``--rates`` link rate one job trains each partition
+with overlap on and off in turns (3 epochs a turn, the first not counted, ``--rounds`` turns
+each, the order alternating); medians of the training step and the evaluation pass. Command::
+
+    flock /tmp/gnnscale-bench.lock python benchmarks/vertex_cut_overlap.py \\
+        --rates none 10gbit 1gbit 100mbit --rounds 4 \\
+        --out benchmarks/results/vertex_cut_overlap.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO), str(REPO / "benchmarks")]
+VARIANTS = {"overlapped": True, "waited": False}
+
+
+def rank_main(args) -> None:
+    """One job: every partition, overlap on and off in turns; rank 0 writes ``--result``."""
+    import torch
+
+    from _workload import training_step_s
+    from gnnscale.comm import init
+    from gnnscale.engine import LocalProblem, Trainer
+    from gnnscale.engine.vertex_cut_problem import broadcast_vertex_cut_problem
+    from gnnscale.nn import GNN
+    from partitioning import make_partitioner
+    from tune_validation import load
+
+    torch.set_num_threads(1)
+    comm = init()
+    data = load(args.dataset)
+    trainers = {}
+    for method in args.methods:
+        partition = make_partitioner(method, num_parts=comm.size, seed=0).fit(data)
+        problem = broadcast_vertex_cut_problem(data, partition, comm) \
+            if partition.kind == "vertex_cut" else \
+            LocalProblem.from_graph_data(data, partition.node_parts, comm)
+        torch.manual_seed(0)
+        model = GNN(args.model, data.num_features, 16, data.num_classes, num_layers=2)
+        trainers[method] = Trainer(model, problem, comm, seed=0)
+    times = {(m, v): ([], []) for m in trainers for v in VARIANTS}
+    for turn in range(args.rounds):
+        for method, trainer in trainers.items():
+            for variant in (list(VARIANTS) if turn % 2 == 0 else list(VARIANTS)[::-1]):
+                trainer.problem.graph.halo_plan.configure(overlap=VARIANTS[variant])
+                steps, evals = times[(method, variant)]
+                for record in [trainer.run_epoch() for _ in range(3)][1:]:
+                    steps.append(training_step_s(record.time))
+                    evals.append(record.time["eval_s"])
+    if comm.rank == 0:
+        rows = [{"method": m, "variant": v, "step_s": float(np.median(s)),
+                 "eval_s": float(np.median(e)), "steps_s": s, "evals_s": e}
+                for (m, v), (s, e) in times.items()]
+        Path(args.result).write_text(json.dumps(rows))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rates", nargs="+", default=["none", "10gbit", "1gbit", "100mbit"])
+    parser.add_argument("--dataset", default="rmat-18")
+    parser.add_argument("--model", default="gcn", choices=["gcn", "sage"])
+    parser.add_argument("--methods", nargs="+", default=["libra", "metis"])
+    parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--out", default=None)
+    parser.add_argument("--rank-main", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--result", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.rank_main:
+        return rank_main(args)
+    from gnnscale.testing.cluster import VirtualCluster, parse_rate
+
+    for rate in args.rates:
+        if rate != "none":
+            parse_rate(rate)  # a rate that is not one fails here, before any cluster
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1",
+           "PATH": f"{Path(sys.prefix) / 'bin'}:{os.environ['PATH']}"}
+    results = []
+    with VirtualCluster(hosts=2, cores_per_host=1, name=f"vo{os.getpid()}") as cluster, \
+            tempfile.TemporaryDirectory(prefix="gnnscale-vc-bench-") as folder:
+        for rate in args.rates:
+            for host in cluster.hosts:
+                cluster.set_rate(host.name, None if rate == "none" else rate)
+            result = Path(folder) / f"{rate}.json"
+            argv = cluster.mpirun_argv(1, env=env) + [
+                sys.executable, __file__, "--rank-main", "--dataset", args.dataset,
+                "--model", args.model, "--methods", *args.methods,
+                "--rounds", str(args.rounds), "--result", str(result)]
+            done = cluster.run("node0", argv, cwd=REPO, env=env, timeout=1800)
+            if done.returncode != 0:
+                sys.exit(f"vertex_cut_overlap: the job at {rate} failed:\n{done.stderr[-3000:]}")
+            rows = json.loads(result.read_text())
+            by = {(r["method"], r["variant"]): r for r in rows}
+            for method in args.methods:
+                on, off = by[(method, "overlapped")], by[(method, "waited")]
+                results.append({"rate": rate, "dataset": args.dataset, "model": args.model,
+                                "method": method, "overlapped": on, "waited": off,
+                                "step_ratio": on["step_s"] / off["step_s"],
+                                "eval_ratio": on["eval_s"] / off["eval_s"]})
+                print(f"{rate:>8} {method:6s}: step {on['step_s'] * 1e3:7.1f} ms overlapped, "
+                      f"{off['step_s'] * 1e3:7.1f} waited ({on['step_s'] / off['step_s']:.2f}x); "
+                      f"evaluation {on['eval_s'] * 1e3:6.1f} / {off['eval_s'] * 1e3:6.1f} ms "
+                      f"({on['eval_s'] / off['eval_s']:.2f}x)", flush=True)
+    if args.out:
+        Path(args.out).write_text(json.dumps({"rounds": args.rounds, "results": results},
+                                             indent=1))
+
+
+if __name__ == "__main__":
+    main()
