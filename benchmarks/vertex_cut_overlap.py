@@ -59,10 +59,11 @@ def rank_main(args) -> None:
         torch.manual_seed(0)
         model = GNN(args.model, data.num_features, 16, data.num_classes, num_layers=2)
         trainers[method] = Trainer(model, problem, comm, seed=0)
-    times = {(m, v): ([], []) for m in trainers for v in VARIANTS}
+    variants = args.variants
+    times = {(m, v): ([], []) for m in trainers for v in variants}
     for turn in range(args.rounds):
         for method, trainer in trainers.items():
-            for variant in (list(VARIANTS) if turn % 2 == 0 else list(VARIANTS)[::-1]):
+            for variant in (variants if turn % 2 == 0 else variants[::-1]):
                 trainer.problem.graph.halo_plan.configure(overlap=VARIANTS[variant])
                 steps, evals = times[(method, variant)]
                 for record in [trainer.run_epoch() for _ in range(3)][1:]:
@@ -75,6 +76,43 @@ def rank_main(args) -> None:
         Path(args.result).write_text(json.dumps(rows))
 
 
+def run_job(cluster, env: dict, args, result: Path, mca: dict | None = None) -> list[dict]:
+    """Run this file's rank main on the cluster's two hosts (one rank each) with ``args``'s
+    dataset, model, methods and rounds, and Open MPI parameters ``mca``; its rows."""
+    argv = cluster.mpirun_argv(
+        1, env=env, extra=[x for k, v in (mca or {}).items() for x in ("--mca", k, str(v))]) + [
+        sys.executable, __file__, "--rank-main", "--dataset", args.dataset,
+        "--model", args.model, "--methods", *args.methods, "--rounds", str(args.rounds),
+        "--variants", *args.variants, "--result", str(result)]
+    done = cluster.run("node0", argv, cwd=REPO, env=env, timeout=1800)
+    if done.returncode != 0:
+        sys.exit(f"{Path(sys.argv[0]).name}: a job failed:\n{done.stderr[-3000:]}")
+    return json.loads(result.read_text())
+
+
+def at_each_rate(rates: list, name: str):
+    """A two-host cluster (one core each) and a scratch folder, the links shaped to each of
+    ``rates`` in turn (``none``: unshaped), every rate checked before the cluster is made:
+    yields ``(cluster, folder, rate)``; the cluster goes away after the last."""
+    from gnnscale.testing.cluster import VirtualCluster, parse_rate
+
+    for rate in rates:
+        if rate != "none":
+            parse_rate(rate)  # a rate that is not one fails here, before any cluster
+    with VirtualCluster(hosts=2, cores_per_host=1, name=f"{name}{os.getpid()}") as cluster, \
+            tempfile.TemporaryDirectory(prefix="gnnscale-vc-bench-") as folder:
+        for rate in rates:
+            for host in cluster.hosts:
+                cluster.set_rate(host.name, None if rate == "none" else rate)
+            yield cluster, Path(folder), rate
+
+
+def job_env() -> dict:
+    """The environment of a cluster job: one thread per rank, this interpreter's tools first."""
+    return {**os.environ, "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1",
+            "PATH": f"{Path(sys.prefix) / 'bin'}:{os.environ['PATH']}"}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rates", nargs="+", default=["none", "10gbit", "1gbit", "100mbit"])
@@ -83,44 +121,27 @@ def main() -> None:
     parser.add_argument("--methods", nargs="+", default=["libra", "metis"])
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--out", default=None)
+    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--rank-main", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--result", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.rank_main:
         return rank_main(args)
-    from gnnscale.testing.cluster import VirtualCluster, parse_rate
-
-    for rate in args.rates:
-        if rate != "none":
-            parse_rate(rate)  # a rate that is not one fails here, before any cluster
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1",
-           "PATH": f"{Path(sys.prefix) / 'bin'}:{os.environ['PATH']}"}
+    env = job_env()
     results = []
-    with VirtualCluster(hosts=2, cores_per_host=1, name=f"vo{os.getpid()}") as cluster, \
-            tempfile.TemporaryDirectory(prefix="gnnscale-vc-bench-") as folder:
-        for rate in args.rates:
-            for host in cluster.hosts:
-                cluster.set_rate(host.name, None if rate == "none" else rate)
-            result = Path(folder) / f"{rate}.json"
-            argv = cluster.mpirun_argv(1, env=env) + [
-                sys.executable, __file__, "--rank-main", "--dataset", args.dataset,
-                "--model", args.model, "--methods", *args.methods,
-                "--rounds", str(args.rounds), "--result", str(result)]
-            done = cluster.run("node0", argv, cwd=REPO, env=env, timeout=1800)
-            if done.returncode != 0:
-                sys.exit(f"vertex_cut_overlap: the job at {rate} failed:\n{done.stderr[-3000:]}")
-            rows = json.loads(result.read_text())
-            by = {(r["method"], r["variant"]): r for r in rows}
-            for method in args.methods:
-                on, off = by[(method, "overlapped")], by[(method, "waited")]
-                results.append({"rate": rate, "dataset": args.dataset, "model": args.model,
-                                "method": method, "overlapped": on, "waited": off,
-                                "step_ratio": on["step_s"] / off["step_s"],
-                                "eval_ratio": on["eval_s"] / off["eval_s"]})
-                print(f"{rate:>8} {method:6s}: step {on['step_s'] * 1e3:7.1f} ms overlapped, "
-                      f"{off['step_s'] * 1e3:7.1f} waited ({on['step_s'] / off['step_s']:.2f}x); "
-                      f"evaluation {on['eval_s'] * 1e3:6.1f} / {off['eval_s'] * 1e3:6.1f} ms "
-                      f"({on['eval_s'] / off['eval_s']:.2f}x)", flush=True)
+    for cluster, folder, rate in at_each_rate(args.rates, "vo"):
+        rows = run_job(cluster, env, args, folder / f"{rate}.json")
+        by = {(r["method"], r["variant"]): r for r in rows}
+        for method in args.methods:
+            on, off = by[(method, "overlapped")], by[(method, "waited")]
+            results.append({"rate": rate, "dataset": args.dataset, "model": args.model,
+                            "method": method, "overlapped": on, "waited": off,
+                            "step_ratio": on["step_s"] / off["step_s"],
+                            "eval_ratio": on["eval_s"] / off["eval_s"]})
+            print(f"{rate:>8} {method:6s}: step {on['step_s'] * 1e3:7.1f} ms overlapped, "
+                  f"{off['step_s'] * 1e3:7.1f} waited ({on['step_s'] / off['step_s']:.2f}x); "
+                  f"evaluation {on['eval_s'] * 1e3:6.1f} / {off['eval_s'] * 1e3:6.1f} ms "
+                  f"({on['eval_s'] / off['eval_s']:.2f}x)", flush=True)
     if args.out:
         Path(args.out).write_text(json.dumps({"rounds": args.rounds, "results": results},
                                              indent=1))
