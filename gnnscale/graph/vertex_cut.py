@@ -89,8 +89,10 @@ class VertexCutAggregate(torch.autograd.Function):
         grad_out = grad_out.contiguous()
         handle = policy.start((slot, "bwd"), plan.sent_rows(grad_out), plan,
                               reverse=False, kind=TO_OWNER)
-        progress = policy.progress(handle, plan)  # as in forward: the transposed products
-        grad_owned = oo.matmul_transposed(grad_out, progress)  # of the owned rows' gradients
+        # as in forward: the products of the owned rows' gradients run while the mirrors'
+        # gradients travel, the mirrors <- masters one while their sums do
+        progress = policy.progress(handle, plan)
+        grad_owned = oo.matmul_transposed(grad_out, progress)
         grad_mirror = om.matmul_transposed(grad_out, progress)
         grad_mirror_partial = policy.finish(handle, plan).to(grad_out.dtype)
         grad_mirror = mm.matmul_transposed(grad_mirror_partial, add_to=grad_mirror)
