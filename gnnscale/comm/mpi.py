@@ -20,7 +20,9 @@ runs its jobs in submission order on a duplicate communicator. Threaded work pro
 the caller computes (gradient buckets during backward), which MPI's own non-blocking
 collectives on CPUs mostly do not.
 
-Checked mode and deadlines come from :mod:`.guard`.
+An alltoallv sends its messages to other hosts of a few times the TCP eager limit as pieces
+that each fit under it (:mod:`.eager_pieces`). Checked mode and deadlines come from
+:mod:`.guard`.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import torch
 
 from .base import (Work, check_alltoallv, check_op, check_root, numpy_reducer,
                    reduce_stack)
+from .eager_pieces import check_piece_bytes, piece_bounds, piece_bytes_from_env
 from .guard import (CallSignature, CollectiveMismatchError, FailureBoard, Guard,
                     MPIFailureBoard, PeerFailedError, exchange_length, fused_payload_bytes,
                     signature_length)
@@ -49,6 +52,7 @@ RING_MIN_BYTES = 1 << 20  # MPI's own allreduce below this (benchmarks/allreduce
 RING_SPIN_S = 30e-6  # the communication thread shares the core with backward: spin little
 RING_YIELD_S = 2e-4
 ENV_RING_MIN_BYTES = "GNNSCALE_RING_MIN_BYTES"
+_TAG_EAGER_PIECE = 0x6E70  # point-to-point pieces of alltoallv messages on ``mpi_comm``
 _RING_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64,
                 torch.int32)
 _FUSED_DTYPES = _RING_DTYPES + (torch.int16, torch.int8, torch.uint8)
@@ -129,6 +133,8 @@ class MPICommunicator(GuardedCommunicator):
         timeout: seconds before a collective is declared stuck (see :mod:`.guard`).
         check: checked mode (signatures compared before each collective); default on.
         ring_min_bytes: allreduces at least this large use the threaded ring.
+        eager_piece_bytes: alltoallv pieces between hosts (:mod:`.eager_pieces`; 0: none);
+            default ``$GNNSCALE_EAGER_PIECE_BYTES`` or 64 KiB less 256.
         guard: share an existing :class:`~.guard.Guard` (used by :meth:`split`).
     Construction is collective over ``mpi_comm`` (it duplicates it for the side channels).
     """
@@ -137,7 +143,7 @@ class MPICommunicator(GuardedCommunicator):
 
     def __init__(self, mpi_comm=None, *, timeout: float | None = None, check: bool | None = None,
                  ring_min_bytes: int | None = None, guard: Guard | None = None,
-                 name: str = "world"):
+                 name: str = "world", eager_piece_bytes: int | None = None):
         MPI = load_mpi()
         self._MPI = MPI
         self.mpi_comm = MPI.COMM_WORLD if mpi_comm is None else mpi_comm
@@ -161,7 +167,11 @@ class MPICommunicator(GuardedCommunicator):
         self._fused_bytes = fused_payload_bytes(self._size)
         self._init_calls()
         self._worker: CommWorker | None = None
-        self._one_host: bool | None = None
+        self._elsewhere: np.ndarray | None = None  # per rank: on another host
+        #: alltoallv messages' pieces posted to and from other hosts (:mod:`.eager_pieces`)
+        self.eager_pieces_posted = 0
+        self._piece_bytes = piece_bytes_from_env() if eager_piece_bytes is None \
+            else check_piece_bytes(eager_piece_bytes)
         self._shared: dict[int, tuple] = {}  # data_ptr -> (SharedBuffer, typed views)
 
     # -- plumbing -------------------------------------------------------------------------
@@ -260,11 +270,7 @@ class MPICommunicator(GuardedCommunicator):
         if self._size == 1 or not shm_available():
             return torch.zeros(numel, dtype=dtype)
         self._begin(CallSignature("alloc_buffer", None, dtype, (numel,)))
-        if self._one_host is None:
-            node = self.mpi_comm.Split_type(self._MPI.COMM_TYPE_SHARED)
-            self._one_host = node.Get_size() == self._size
-            node.Free()
-        if not self._one_host:
+        if self._peers_elsewhere().any():
             return torch.zeros(numel, dtype=dtype)
         prefix = self.broadcast_object(f"gnnscale-{os.getpid()}-{os.urandom(4).hex()}-"
                                        f"{len(self._shared)}" if self._rank == 0 else None)
@@ -278,6 +284,21 @@ class MPICommunicator(GuardedCommunicator):
         views[self._rank].zero_()
         self._shared[views[self._rank].data_ptr()] = (shared, views)
         return views[self._rank]
+
+    def _peers_elsewhere(self) -> np.ndarray:
+        """Per rank, whether it runs on another host than this one (collective the first
+        time; every rank must also agree on the eager piece size then)."""
+        if self._elsewhere is None:
+            node = self.mpi_comm.Split_type(self._MPI.COMM_TYPE_SHARED)
+            here = node.allgather(self._rank)
+            node.Free()
+            pieces = self.mpi_comm.allgather(self._piece_bytes)
+            if len(set(pieces)) > 1:
+                raise ValueError("ranks disagree on GNNSCALE_EAGER_PIECE_BYTES "
+                                 f"({sorted(set(pieces))}): set it alike on every host")
+            self._elsewhere = np.ones(self._size, dtype=bool)
+            self._elsewhere[here] = False
+        return self._elsewhere
 
     def free_buffer(self, tensor: torch.Tensor) -> None:
         self._shared.pop(tensor.data_ptr(), None)
@@ -364,10 +385,33 @@ class MPICommunicator(GuardedCommunicator):
         r_counts = np.asarray(recv_counts, dtype=np.int64) * row
         s_displs = np.concatenate(([0], np.cumsum(s_counts)[:-1]))
         r_displs = np.concatenate(([0], np.cumsum(r_counts)[:-1]))
-        request = self.mpi_comm.Ialltoallv([send_np, (s_counts, s_displs)],
-                                           [recv_np, (r_counts, r_displs)])
+        pieces = self._eager_pieces(send_np, recv_np, s_counts, s_displs, r_counts, r_displs)
+        requests = [self.mpi_comm.Ialltoallv([send_np, (s_counts, s_displs)],
+                                             [recv_np, (r_counts, r_displs)])] + pieces
         keep_alive = (send, send_np)  # MPI reads the send buffer until the wait
-        return self._wait_request(request, what, started, lambda: (keep_alive, recv)[1])
+        test = requests[0].Test if len(requests) == 1 else \
+            (lambda: self._MPI.Request.Testall(requests))
+        return self._guarded_work(test, what, started, lambda: (keep_alive, recv)[1])
+
+    def _eager_pieces(self, send_np, recv_np, s_counts, s_displs, r_counts, r_displs) -> list:
+        """Post the messages to and from other hosts that go as pieces under the TCP eager
+        limit (:mod:`.eager_pieces`) and zero their counts for the alltoallv; the requests."""
+        if self._size == 1 or not self._peers_elsewhere().any() or not self._piece_bytes:
+            return []  # (the first call agrees on the piece size on every rank)
+        piece = self._piece_bytes // send_np.itemsize
+        requests = []
+        for flat, counts, displs, post in ((recv_np, r_counts, r_displs, self.mpi_comm.Irecv),
+                                           (send_np, s_counts, s_displs, self.mpi_comm.Isend)):
+            for peer in np.flatnonzero(self._elsewhere):
+                bounds = piece_bounds(counts[peer], piece)
+                if bounds is None:
+                    continue
+                base = displs[peer]
+                requests += [post(flat[base + lo:base + hi], int(peer), _TAG_EAGER_PIECE)
+                             for lo, hi in bounds]
+                self.eager_pieces_posted += len(bounds)
+                counts[peer] = 0
+        return requests
 
     def allgather(self, tensor: torch.Tensor) -> torch.Tensor:
         tensor = tensor.contiguous()
@@ -408,7 +452,8 @@ class MPICommunicator(GuardedCommunicator):
         sub = self.mpi_comm.Split(int(color), self._rank if key is None else int(key))
         return MPICommunicator(sub, guard=self.guard.for_group(sub.Get_size()),
                                ring_min_bytes=self.ring_min_bytes,
-                               name=f"{self.name}/split({int(color)})")
+                               name=f"{self.name}/split({int(color)})",
+                               eager_piece_bytes=self._piece_bytes)
 
     def abort(self, exit_code: int = 1) -> None:
         self.guard.board.post(f"rank {self._MPI.COMM_WORLD.Get_rank()} called abort({exit_code})")

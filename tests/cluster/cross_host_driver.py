@@ -54,6 +54,23 @@ def train(problem, data, model_name, comm, overlap=True, staleness=None):
     return np.asarray(losses), gathered[0] if gathered else None
 
 
+def alltoallv_around_the_eager_limit(comm) -> bool:
+    """Alltoallvs whose messages are around the sizes sent as pieces between hosts (a message
+    differs per pair and direction): whether every rank received exactly what was sent."""
+    piece = (64 * 1024 - 256) // 4  # float32 values per piece
+    exact = True
+    for n in (1, piece, piece + 1, 3 * piece + 7, 4 * piece, 4 * piece + 1, 9 * piece):
+        sent = [n + 13 * q * (comm.rank + 1) for q in range(comm.size)]
+        received = [n + 13 * comm.rank * (q + 1) for q in range(comm.size)]
+        rows = torch.cat([torch.arange(sent[q], dtype=torch.float32) + 1e6 * comm.rank + 1e3 * q
+                          for q in range(comm.size)])
+        out = comm.alltoallv(rows.reshape(-1, 1), sent, received).reshape(-1)
+        expected = torch.cat([torch.arange(received[q], dtype=torch.float32) + 1e6 * q
+                              + 1e3 * comm.rank for q in range(comm.size)])
+        exact = exact and torch.equal(out, expected)
+    return exact
+
+
 def rank_facts(comm) -> dict:
     """What this rank sees of its host, gathered from every rank."""
     world_buffer = comm.alloc_buffer(1024)
@@ -70,6 +87,8 @@ def rank_facts(comm) -> dict:
              "node": node_groups(comm)[comm.rank], "nodes": hierarchical.num_nodes,
              "local_group_size": hierarchical.local.size, "world_buffer_shared": world_shared,
              "host_buffer_shared": local_shared, "dev_shm": sorted(os.listdir("/dev/shm"))}
+    facts["alltoallv_exact"] = alltoallv_around_the_eager_limit(comm)
+    facts["eager_pieces_posted"] = comm.eager_pieces_posted
     total = hierarchical.allreduce(torch.ones(4))  # the two-level path across hosts
     facts["hierarchical_sum"] = float(total[0])
     comm.free_buffer(world_buffer)

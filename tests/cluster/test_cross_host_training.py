@@ -55,12 +55,15 @@ def test_training_cases_across_hosts_equal_one_host(cluster, tmp_path):
         assert fact["local_ranks"] == 2 and fact["nodes"] == 2 and fact["local_group_size"] == 2
         assert fact["default_threads"] == max(1, fact["cpus"] // 2)  # cores / ranks on the host
         assert fact["hierarchical_sum"] == 4.0
+        assert fact["alltoallv_exact"]
+        assert fact["eager_pieces_posted"] > 0  # messages to the other host went as pieces
         assert not fact["world_buffer_shared"]  # no shared memory across hosts
         assert fact["host_buffer_shared"]  # but within one
         other = "node1" if fact["host"] == "node0" else "node0"
         assert not any(other in name for name in fact["dev_shm"]), fact["dev_shm"]
     one_host = json.loads(str(expected["facts"]))
     assert len({f["host"] for f in one_host}) == 1 and one_host[0]["world_buffer_shared"]
+    assert all(f["alltoallv_exact"] and f["eager_pieces_posted"] == 0 for f in one_host)
 
 
 @pytest.fixture(scope="module")
