@@ -49,11 +49,9 @@ mirrors ``E_mm``), each pair into one row summed inside the kernel. Forward, ``E
 overlap the first exchange and ``E_om`` the second, ``E_mm`` between them overlaps nothing;
 backward, ``E_oo + E_om`` and ``E_mo``. Without the blocks in the workload, no product
 overlaps an exchange. Every layer and pass of a rank also costs
-``layer_overhead_s`` (Python and autograd), and every exchange ``exchange_overhead_s`` of the
-rank's own work (posting, progressing and completing it: fixed, whatever its size), which
-takes the rank's core beside the products that overlap the exchange, so it hides under the
-rows' travel but not under compute; every allreduce (the step's gradient buckets, the
-evaluation's metrics) costs it too, after the work it follows.
+``layer_overhead_s`` (Python and autograd), and every exchange ``exchange_overhead_s`` more
+time to travel (posting, progressing and completing it: fixed, whatever its size), as does
+every allreduce (the step's gradient buckets, the evaluation's metrics).
 
 **Caches.** A rank's share of its host's last-level cache is ``C = cache_bytes / ranks on the
 host``. Each op's constant moves from the one calibrated on cached data to the one calibrated
@@ -495,17 +493,14 @@ class _Pass:
 
 
 def _sending(k: dict, xchg: _Exchange, n, width: float, cache: float) -> tuple:
-    """(pack, copy, travel, fixed) per rank of one exchange of ``width``-wide rows: gathering
-    the rows a rank sends from its owned rows (index_select; backward adds the gradients
-    received for them, index_add), the per-byte copying of the shared-memory exchange and the
-    halo dtype's encoding and decoding (work, not waiting), the rest of the exchange's time
-    (its travel), and its fixed cost: the rank's own work of posting, progressing and
-    completing it, which takes the rank's core while the rows travel."""
+    """(pack, copy, travel) per rank of one exchange of ``width``-wide rows: gathering the rows
+    a rank sends from its owned rows (index_select; backward adds the gradients received for
+    them, index_add), the per-byte copying of the shared-memory exchange and the halo dtype's
+    encoding and decoding (work, not waiting), and the rest of the exchange's time."""
     pack = _rate(k, "gamma_gather", 4.0 * width * n, cache) * xchg.out_all * width
     cp = xchg.copy(width)
     fixed = xchg.model.exchange_overhead_s if xchg.p > 1 and xchg.fraction else 0.0
-    return (pack, cp + xchg.coding(k, width, cache), np.maximum(0.0, xchg(width) - cp),
-            fixed + 0.0 * pack)
+    return pack, cp + xchg.coding(k, width, cache), np.maximum(0.0, xchg(width) - cp) + fixed
 
 
 def _per_edge(k: dict, w: dict, width: float, rows_read, cache: float):
@@ -543,7 +538,7 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
     if spec.name == "gat":
         heads = spec.heads[layer]
         w = c + heads  # each source's transformed row and its attention term
-        pack, cp, xf, fixed = _sending(k, xchg, n, w, cache)
+        pack, cp, xf = _sending(k, xchg, n, w, cache)
         edges = ein + eb + n
         per_edge = (_rate(k, "gamma_gather", 4.0 * (n + halo) * c, cache) * c * 3
                     + _rate(k, "gamma_elem", 4.0 * edges * heads, cache) * heads * 8)
@@ -551,8 +546,8 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
         dense = _dense(k, n, a, c, cache)
         # the edges from owned sources are scored and aggregated while the halo travels, the
         # halo's edges after it; backward in reverse (the halo's edges give the gradients sent)
-        return (_Pass([(dense + pack + cp, owned_part + fixed, xf)], halo_part + elementwise),
-                _Pass([(2 * output_ops + 2 * halo_part + cp, 2 * owned_part + fixed, xf)],
+        return (_Pass([(dense + pack + cp, owned_part, xf)], halo_part + elementwise),
+                _Pass([(2 * output_ops + 2 * halo_part + cp, 2 * owned_part, xf)],
                       pack + dense * (1 if first else 2)))
     width = min(a, c)
     transform_first = c <= a  # as the layers' "auto" order (nn/conv.py)
@@ -578,7 +573,7 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
     per_edge = _per_edge(k, w, width, n + halo, cache)
     inner = per_edge * (ein + self_loops)
     bnd = per_edge * eb
-    pack, cp, x, fixed = _sending(k, xchg, n, width, cache)
+    pack, cp, x = _sending(k, xchg, n, width, cache)
     none = 0.0 * n
     pre, post = (dense, none) if transform_first else (none, dense)
     post = post + root_select
@@ -586,12 +581,12 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
         # (a local row's products from masters' and from mirrors' rows are summed inside the
         # kernel, gnnscale/graph/vertex_cut.py: no elementwise pass of their own)
         oo, om, mo, mm = _vertex_cut_blocks(w, ein, self_loops, per_edge)
-        fwd = _Pass([(pre + pack + cp, oo + mo + fixed, x), (mm + cp, om + fixed, x)],
+        fwd = _Pass([(pre + pack + cp, oo + mo, x), (mm + cp, om, x)],
                     pack + post + elementwise)
-        back = [(pack + cp, oo + om + fixed, x), (mm + cp, mo + fixed, x)]
+        back = [(pack + cp, oo + om, x), (mm + cp, mo, x)]
     else:
-        fwd = _Pass([(pre + pack + cp, inner + fixed, x)], bnd + post + elementwise)
-        back = [(bnd + cp, inner + fixed, x)]
+        fwd = _Pass([(pre + pack + cp, inner, x)], bnd + post + elementwise)
+        back = [(bnd + cp, inner, x)]
     needs_agg_grad = not first or transform_first
     # the root rows' gradient added into the input's (index_add) where the input needs one
     dense_back = dense_back + (none if first else root_select)

@@ -349,27 +349,22 @@ def test_a_skinny_transform_beyond_the_cache_costs_the_bytes_it_streams():
     assert forward(moved / 4) == pytest.approx(1e-10 * moved)  # streams: its bytes
 
 
-def test_each_exchange_costs_its_fixed_overhead_as_the_ranks_own_work():
-    """``exchange_overhead_s`` is work of every rank that exchanges: beside the products that
-    overlap the exchange (not hidden under them), hidden under the rows' travel; one rank
-    exchanges nothing."""
+def test_each_exchange_costs_its_fixed_overhead_as_travel_time():
+    """``exchange_overhead_s`` lengthens every exchange a rank takes part in (hidden behind
+    the inner aggregation like the rest of the exchange); one rank exchanges nothing."""
     spec = ModelSpec("gcn", (8, 4), (1,), dropout=0.0)  # transform first: 2 exchanges a step
     net = Cluster(network=Network(latency_s=0.0, bandwidth_Bps=1e15), ranks_per_host=1)
     costs = CostModel.from_dict({**model().to_dict(), "exchange_overhead_s": 1e-3})
     pred = predict(two_parts(), spec, net, costs)
-    assert pred["exchanges_step"] == 2 and pred["exchange_s"] < 1e-9  # 1e15 B/s
+    assert pred["exchanges_step"] == 2 and pred["exchange_s"] == pytest.approx(2e-3)
     # and the gradient allreduce after backward, a collective too
     assert pred["step_s"] == pytest.approx(2e-3 + 1e-3) and pred["exchange_exposed_s"] == \
-        pytest.approx(0.0) and pred["allreduce_exposed_s"] == pytest.approx(1e-3)
-    busy = predict(two_parts(), spec, net, CostModel.from_dict(
+        pytest.approx(2e-3) and pred["allreduce_exposed_s"] == pytest.approx(1e-3)
+    hidden = predict(two_parts(), spec, net, CostModel.from_dict(
         {**costs.to_dict(), "compute": {"1": {**ONLY_COMM, "gamma_edge": 1e-6}}}))
     inner = 1e-6 * (4000 + 1000) * 4  # inner edges + self loops at width 4: 20 ms
-    assert busy["exchange_exposed_s"] == 0.0 and busy["forward_s"] == pytest.approx(
-        inner + 1e-3 + 1e-6 * 300 * 4)
-    slow = Cluster(network=Network(latency_s=0.0, bandwidth_Bps=4 * 100 * 4 / 10e-3),
-                   ranks_per_host=1)  # rank 0's 100 rows 4 wide take 10 ms
-    waited = predict(two_parts(), spec, slow, costs)
-    assert waited["forward_s"] == pytest.approx(10e-3)  # the fixed cost under the travel
+    assert hidden["exchange_exposed_s"] == 0.0 and hidden["forward_s"] == pytest.approx(
+        inner + 1e-6 * 300 * 4)
     one = workload_from_arrays("edge_cut", [1000], [4000], [0], [[0]], [500])
     assert predict(one, spec, Cluster(), costs)["step_s"] == 0.0
     assert CostModel.from_dict({k: v for k, v in costs.to_dict().items()
