@@ -8,7 +8,7 @@ queues behind the data on a slow link: on 2 hosts at 100 Mbit/s, an exchange of 
 and 60 KiB the other takes 1.5x as long as when both go at once. Sending each message of a few
 times the limit as pieces that each fit under it removes the handshake: those exchanges take
 0.65x as long at 100 Mbit/s and the same time or less at 1 and 10 Gbit/s. Longer messages go
-whole, since at 10 Gbit/s a message of 16 pieces took 1.2x as long as one message
+whole, since at 10 Gbit/s a message of 16 pieces took 1.15x as long as one message
 (``benchmarks/eager_pieces.py``).
 
 Both ends of a message split it by its length alone, so they agree without talking.
