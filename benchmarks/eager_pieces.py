@@ -33,9 +33,10 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "benchmarks")]
 
+from gnnscale.comm.eager_pieces import EAGER_PIECE_BYTES as PIECE_BYTES  # noqa: E402
+
 #: (KiB from rank 0, KiB from rank 1) per exchange
 SIZES = [(74, 60), (145, 60), (145, 30), (145, 145), (400, 100), (1000, 1000), (2000, 600)]
-PIECE_BYTES = 65536 - 256
 COMPUTE_S = {"100mbit": 3e-3, "1gbit": 6e-4, "10gbit": 2e-4, "none": 2e-4}
 
 

@@ -44,11 +44,17 @@ def check_piece_bytes(value, name: str = "eager_piece_bytes") -> int:
     return number
 
 
+def in_pieces(counts, piece: int, max_pieces: int = EAGER_PIECES_MAX):
+    """Whether a message of ``counts`` elements (a number or an array of them) goes as pieces
+    of at most ``piece`` elements: it needs 2 to ``max_pieces`` of them, and ``piece`` is not 0
+    (pieces off)."""
+    return (piece > 0) & (counts > piece) & (counts <= max_pieces * piece)
+
+
 def piece_bounds(count: int, piece: int, max_pieces: int = EAGER_PIECES_MAX) -> list | None:
     """``(start, stop)`` of each piece of a ``count``-element message sent as pieces of at most
-    ``piece`` elements, or None when it goes whole: it fits one piece, needs more than
-    ``max_pieces``, or ``piece`` is 0 (pieces off)."""
+    ``piece`` elements, or None when it goes whole (:func:`in_pieces`)."""
     count, piece = int(count), int(piece)
-    if piece <= 0 or count <= piece or count > max_pieces * piece:
+    if not in_pieces(count, piece, max_pieces):
         return None
     return [(start, min(start + piece, count)) for start in range(0, count, piece)]

@@ -38,7 +38,7 @@ import torch
 
 from .base import (Work, check_alltoallv, check_op, check_root, numpy_reducer,
                    reduce_stack)
-from .eager_pieces import check_piece_bytes, piece_bounds, piece_bytes_from_env
+from .eager_pieces import check_piece_bytes, in_pieces, piece_bounds, piece_bytes_from_env
 from .guard import (CallSignature, CollectiveMismatchError, FailureBoard, Guard,
                     MPIFailureBoard, PeerFailedError, exchange_length, fused_payload_bytes,
                     signature_length)
@@ -402,10 +402,8 @@ class MPICommunicator(GuardedCommunicator):
         requests = []
         for flat, counts, displs, post in ((recv_np, r_counts, r_displs, self.mpi_comm.Irecv),
                                            (send_np, s_counts, s_displs, self.mpi_comm.Isend)):
-            for peer in np.flatnonzero(self._elsewhere):
+            for peer in np.flatnonzero(self._elsewhere & in_pieces(counts, piece)):
                 bounds = piece_bounds(counts[peer], piece)
-                if bounds is None:
-                    continue
                 base = displs[peer]
                 requests += [post(flat[base + lo:base + hi], int(peer), _TAG_EAGER_PIECE)
                              for lo, hi in bounds]

@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
 from exactness_cases import LR, SEED, WEIGHT_DECAY  # noqa: E402
 
 from gnnscale.comm import HierarchicalCommunicator, init, node_groups  # noqa: E402
+from gnnscale.comm.eager_pieces import EAGER_PIECE_BYTES  # noqa: E402
 from gnnscale.data import load_dataset  # noqa: E402
 from gnnscale.engine import LocalProblem, Trainer, gather_predictions  # noqa: E402
 from gnnscale.engine.vertex_cut_problem import vertex_cut_problem  # noqa: E402
@@ -57,7 +58,7 @@ def train(problem, data, model_name, comm, overlap=True, staleness=None):
 def alltoallv_around_the_eager_limit(comm) -> bool:
     """Alltoallvs whose messages are around the sizes sent as pieces between hosts (a message
     differs per pair and direction): whether every rank received exactly what was sent."""
-    piece = (64 * 1024 - 256) // 4  # float32 values per piece
+    piece = EAGER_PIECE_BYTES // 4  # float32 values per piece
     exact = True
     for n in (1, piece, piece + 1, 3 * piece + 7, 4 * piece, 4 * piece + 1, 9 * piece):
         sent = [n + 13 * q * (comm.rank + 1) for q in range(comm.size)]

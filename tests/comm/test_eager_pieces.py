@@ -5,8 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from gnnscale.comm.eager_pieces import (EAGER_PIECE_BYTES, EAGER_PIECES_MAX,
-                                        check_piece_bytes, piece_bounds, piece_bytes_from_env)
+import numpy as np
+
+from gnnscale.comm.eager_pieces import (EAGER_PIECE_BYTES, EAGER_PIECES_MAX, check_piece_bytes,
+                                        in_pieces, piece_bounds, piece_bytes_from_env)
 
 
 def test_messages_of_two_to_four_pieces_are_split_and_others_go_whole():
@@ -17,6 +19,9 @@ def test_messages_of_two_to_four_pieces_are_split_and_others_go_whole():
     assert EAGER_PIECES_MAX == 4
     assert piece_bounds(25, 10, max_pieces=2) is None
     assert piece_bounds(25, 0) is None  # pieces off
+    counts = np.array([0, 10, 11, 40, 41])  # one alltoallv's counts, the same rule per peer
+    assert in_pieces(counts, 10).tolist() == [False, False, True, True, False]
+    assert not in_pieces(counts, 0).any()
 
 
 def test_pieces_cover_the_message_in_order():
