@@ -155,10 +155,15 @@ def rank_main(args) -> None:
             problem = LocalProblem.from_graph_data(
                 data, comm.broadcast(parts, root=0).numpy(), comm)
         jobs[method] = problem, workload
-    from gnnscale.cli.calibrate import calibrate_in_job
+    from gnnscale.cli.calibrate import calibrate_in_job, job_fixed_costs
     from gnnscale.graph.quantize import WIRE_FORMATS
 
-    in_job = calibrate_in_job(comm, threads).to_dict()
+    costs = calibrate_in_job(comm, threads, model=args.models[0])
+    in_job = costs.to_dict()
+    # the fixed costs a GCN's tiny steps give, for comparison with the job's model's
+    gcn_fixed = [costs.layer_overhead_s, costs.exchange_overhead_s] \
+        if args.models[0] == "gcn" else \
+        list(job_fixed_costs(comm, costs, threads, os.cpu_count() or 1, "gcn"))
     rows = []
     index = 0
     for net, dtype in [(n, d) for n in args.networks for d in args.halo_dtypes]:
@@ -211,6 +216,7 @@ def rank_main(args) -> None:
         workloads = {m: {k: v.tolist() if isinstance(v, np.ndarray) else v
                          for k, v in work.items()} for m, (_, work) in jobs.items()}
         print("RESULT " + json.dumps({"rows": rows, "in_job_cost_model": in_job,
+                                      "gcn_fixed_costs": gcn_fixed,
                                       "workloads": workloads,
                                       "shape": result_shape}), flush=True)
 
@@ -438,6 +444,7 @@ def run_vcluster_cell(cluster, links: dict, dataset: str, model: str, methods: l
                      "wall_s": wall, "load_average": {"before": load_before,
                                                       "after": load_after},
                      "in_job_cost_model": result["in_job_cost_model"],
+                     "gcn_fixed_costs": result.get("gcn_fixed_costs"),
                      "workload": result["workloads"][m["method"]], "shape": result["shape"]})
     return rows
 

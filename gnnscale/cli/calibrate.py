@@ -472,7 +472,8 @@ def measuring_turns(ranks: int, threads: int, host_cores: int) -> list[int]:
     return [rank // together for rank in range(ranks)]
 
 
-def calibrate_in_job(comm, threads: int, scale: float = 1.0, host_cores: int | None = None):
+def calibrate_in_job(comm, threads: int, scale: float = 1.0, host_cores: int | None = None,
+                     model: str = "gcn"):
     """Collective: constants measured by the ranks of a running job, with its thread count, as
     many at once as the host has cores for (``host_cores // threads``; consecutive ranks
     together, the others waiting), so that each rank has its own cores, as the time model
@@ -484,7 +485,8 @@ def calibrate_in_job(comm, threads: int, scale: float = 1.0, host_cores: int | N
     job has several ranks): what they take beyond the model's other terms (exchanges,
     allreduce, compute, with every rank on this host's cores) is this job's fixed cost per
     layer and pass and per exchange (the vertex cut exchanges twice as often), where waking
-    up after each wait on a loaded host is part of it.
+    up after each wait on a loaded host is part of it. ``model``: the GNN whose tiny steps
+    give them (``gcn``, ``sage``, ``gat``, ...; each runs its own ops per layer).
     """
     from planning.cost_model import CostModel
 
@@ -515,13 +517,15 @@ def calibrate_in_job(comm, threads: int, scale: float = 1.0, host_cores: int | N
     cache = min(float(llc), float(np.median([k for _, k, _ in everyone])) * on_this_host)
     costs = CostModel(compute={threads: median}, layer_overhead_s=0.0, cache_bytes=cache, **shm)
     costs.layer_overhead_s, costs.exchange_overhead_s = job_fixed_costs(comm, costs, threads,
-                                                                        host_cores)
+                                                                        host_cores, model)
     return costs
 
 
-def job_fixed_costs(comm, costs, threads: int, host_cores: int) -> tuple[float, float]:
+def job_fixed_costs(comm, costs, threads: int, host_cores: int,
+                    model: str = "gcn") -> tuple[float, float]:
     """Collective: ``(layer_overhead_s, exchange_overhead_s)`` of this job, from training steps
-    of all its ranks on a graph too small to compute (2,000 nodes): what a step takes beyond
+    of ``model`` (2 layers, hidden 16) by all its ranks on a graph too small to compute (2,000
+    nodes): what a step takes beyond
     ``costs``' other terms, per layer and pass and per exchange (:func:`fit_fixed_costs`; an
     edge cut exchanges once per aggregation, a vertex cut twice, so the two steps tell the
     fixed costs apart). Every rank of the job is on this host."""
@@ -530,7 +534,7 @@ def job_fixed_costs(comm, costs, threads: int, host_cores: int) -> tuple[float, 
     from ..data import load_dataset
 
     data = load_dataset("sbm", num_nodes=2000)
-    spec = ModelSpec.build("gcn", data.num_features, 16, data.num_classes)
+    spec = ModelSpec.build(model, data.num_features, 16, data.num_classes)
     host = Cluster(ranks_per_host=comm.size, cores_per_rank=threads, host_cores=host_cores)
     residuals = [_tiny_step_residual(comm, data, kind, spec, host, costs)
                  for kind in (("edge_cut", "vertex_cut") if comm.size > 1 else ("edge_cut",))]
@@ -576,7 +580,7 @@ def _tiny_step_residual(comm, data, kind: str, spec, host, costs) -> tuple[float
         problem = broadcast_vertex_cut_problem(data, partition if comm.rank == 0 else None,
                                                comm)
     torch.manual_seed(0)
-    trainer = Trainer(GNN("gcn", data.num_features, 16, data.num_classes), problem, comm)
+    trainer = Trainer(GNN(spec.name, data.num_features, 16, data.num_classes), problem, comm)
     times = []
     for _ in range(25):
         comm.barrier()

@@ -147,10 +147,15 @@ def test_calibrate_in_job_on_two_ranks(tmp_path):
         "import json, sys\n"
         f"sys.path.insert(0, {str(REPO_ROOT)!r})\n"
         "from gnnscale.comm import init\n"
-        "from gnnscale.cli.calibrate import calibrate_in_job\n"
+        "from gnnscale.cli.calibrate import calibrate_in_job, job_fixed_costs\n"
         "comm = init()\n"
         "costs = calibrate_in_job(comm, threads=1, scale=0.05)\n"
-        "print(json.dumps(costs.to_dict()))\n")
+        "print(json.dumps(costs.to_dict()))\n"
+        "print('sage', *job_fixed_costs(comm, costs, 1, 2, 'sage'))\n"
+        "try:\n"
+        "    job_fixed_costs(comm, costs, 1, 2, 'mlp')\n"
+        "except Exception as exc:\n"
+        "    print('refused', exc)\n")
     done = run_python_mpi(2, script, timeout=300)
     assert done.returncode == 0, done.stderr
     lines = [json.loads(x) for x in done.stdout.splitlines() if x.startswith("{")]
@@ -162,6 +167,10 @@ def test_calibrate_in_job_on_two_ranks(tmp_path):
 
     # the knee both ranks measured, times the 2 ranks on this host: within the cache reported
     assert 0 < values["cache_bytes"] <= last_level_cache_bytes()
+    # SAGE's own tiny steps give its fixed costs; a model the cost model lacks is refused
+    sage = [x.split()[1:] for x in done.stdout.splitlines() if x.startswith("sage ")]
+    assert len(sage) == 2 and all(0 <= float(v) < 1 for v in sage[0])
+    assert "refused unknown model 'mlp'" in done.stdout
 
 
 SBM_2000 = ["--dataset", "sbm", "--num-nodes", "2000"]
