@@ -51,7 +51,8 @@ backward, ``E_oo + E_om`` and ``E_mo``. Without the blocks in the workload, no p
 overlaps an exchange. Every layer and pass of a rank also costs
 ``layer_overhead_s`` (Python and autograd), and every exchange ``exchange_overhead_s`` more
 time to travel (posting, progressing and completing it: fixed, whatever its size), as does
-every allreduce (the step's gradient buckets, the evaluation's metrics).
+every allreduce (the step's gradient buckets, the evaluation's metrics); every byte a rank
+sends or receives in a halo exchange costs it ``exchange_byte_s`` of its own work.
 
 **Caches.** A rank's share of its host's last-level cache is ``C = cache_bytes / ranks on the
 host``. Each op's constant moves from the one calibrated on cached data to the one calibrated
@@ -155,7 +156,7 @@ EDGE_KEYS = ("gamma_nnz", "gamma_nnz_mem")
 # elementwise ops per logit for each
 OUTPUT_KEYS = ("gamma_loss_row", "gamma_loss_logit", "gamma_eval_row", "gamma_eval_logit")
 GLOBAL_KEYS = ("shm_alpha", "shm_beta", "layer_overhead_s")
-OPTIONAL_KEYS = ("exchange_overhead_s", "cache_bytes")  # absent from a file: the defaults
+OPTIONAL_KEYS = ("exchange_overhead_s", "exchange_byte_s", "cache_bytes")  # absent: defaults
 MODELS = ("gcn", "sage", "gat")
 DEFAULT_COMPUTE = {"gamma_edge": 1.5e-9, "gamma_flop": 5e-11, "gamma_elem": 1e-9,
                    "gamma_gather": 3e-9}
@@ -276,6 +277,11 @@ class CostModel:
             per aggregation, and a vertex cut, two); what it comes to across hosts is in
             docs/planning.md, "Checked on shaped links" (benchmarks/tune_validation.py
             --vcluster).
+        exchange_byte_s: work per byte a rank sends or receives in halo exchanges beyond the
+            model's other terms (the network stack's and MPI's copying and progressing, which
+            take the rank's cores whether or not the exchange is hidden behind compute), paid
+            as the rank's own work. 0 unless measured: ``calibrate_in_job`` fits it from a
+            third tiny step whose exchanges carry rows 256 wide.
         bytes_per_value: bytes of a feature value on the wire (4: float32).
         cache_bytes: last-level cache of a host, shared by its ranks (0: no cache model, the
             cached constants for every size).
@@ -286,6 +292,7 @@ class CostModel:
     shm_beta: float = 2e-10
     layer_overhead_s: float = 1e-4
     exchange_overhead_s: float = 0.0
+    exchange_byte_s: float = 0.0
     bytes_per_value: int = 4
     cache_bytes: float = 0.0
 
@@ -419,6 +426,13 @@ class _Exchange:
         values = self.fraction * width * (encode * self.out_all + decode * self.in_all)
         return self.slow * _rate(k, "gamma_elem", 4.0 * width * self.out_all, cache) * values
 
+    def byte_work(self, width: float) -> np.ndarray:
+        """The rank's work per byte it sends and receives (``exchange_byte_s``)."""
+        if self.p == 1 or not self.model.exchange_byte_s:
+            return np.zeros(self.p)
+        return self.slow * self.model.exchange_byte_s * self.row_bytes(width) * \
+            (self.out_all + self.in_all)
+
     def copy(self, width: float) -> np.ndarray:
         """The per-byte part of the shared-memory exchange (CPU copies)."""
         return self.slow * self.model.shm_beta * self.row_bytes(width) * \
@@ -495,12 +509,14 @@ class _Pass:
 def _sending(k: dict, xchg: _Exchange, n, width: float, cache: float) -> tuple:
     """(pack, copy, travel) per rank of one exchange of ``width``-wide rows: gathering the rows
     a rank sends from its owned rows (index_select; backward adds the gradients received for
-    them, index_add), the per-byte copying of the shared-memory exchange and the halo dtype's
-    encoding and decoding (work, not waiting), and the rest of the exchange's time."""
+    them, index_add), the per-byte copying of the shared-memory exchange, the work per byte
+    sent and received (``exchange_byte_s``) and the halo dtype's encoding and decoding (work,
+    not waiting), and the rest of the exchange's time."""
     pack = _rate(k, "gamma_gather", 4.0 * width * n, cache) * xchg.out_all * width
     cp = xchg.copy(width)
     fixed = xchg.model.exchange_overhead_s if xchg.p > 1 and xchg.fraction else 0.0
-    return pack, cp + xchg.coding(k, width, cache), np.maximum(0.0, xchg(width) - cp) + fixed
+    work = cp + xchg.byte_work(width) + xchg.coding(k, width, cache)
+    return pack, work, np.maximum(0.0, xchg(width) - cp) + fixed
 
 
 def _per_edge(k: dict, w: dict, width: float, rows_read, cache: float):

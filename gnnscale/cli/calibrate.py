@@ -17,7 +17,8 @@ per layer and pass. Shared-memory ``alltoallv`` latency and bandwidth: a 2-rank 
 this module (``python -m gnnscale.cli.calibrate --alltoallv``), alpha from the smallest message
 (8 B), beta from the slope to the largest (4 MiB per peer); the same job then trains tiny steps
 on its 2 ranks for ``exchange_overhead_s``, the fixed cost of each exchange beyond the model's
-other terms (:func:`job_fixed_costs`, as :func:`calibrate_in_job` fits it in a running job).
+other terms, and ``exchange_byte_s``, the work per byte exchanged beyond them
+(:func:`job_fixed_costs`, as :func:`calibrate_in_job` fits them in a running job).
 """
 
 from __future__ import annotations
@@ -350,8 +351,8 @@ def _alltoallv_rank_main(constants: str | None = None) -> None:
         costs = CostModel.from_dict({**CostModel.load(constants).to_dict(),
                                      **fit_alltoallv(rows)})
         torch.set_num_threads(1)
-        result["exchange_overhead_s"] = job_fixed_costs(comm, costs, 1,
-                                                        os.cpu_count() or 1)[1]
+        _, result["exchange_overhead_s"], result["exchange_byte_s"] = job_fixed_costs(
+            comm, costs, 1, os.cpu_count() or 1)
     if comm.rank == 0:
         print(json.dumps(result))
 
@@ -404,8 +405,9 @@ def shared_memory_constants(timeout: float = 300, costs=None) -> dict:
         for row in result["rows"]:
             _steadiness.add(f"shared-memory alltoallv of {row['bytes']} B", row["times"])
     fitted = fit_alltoallv(result["rows"])
-    if "exchange_overhead_s" in result:
-        fitted["exchange_overhead_s"] = float(result["exchange_overhead_s"])
+    for key in ("exchange_overhead_s", "exchange_byte_s"):
+        if key in result:
+            fitted[key] = float(result[key])
     return fitted
 
 
@@ -455,7 +457,8 @@ def calibrate(max_threads: int | None = None, scale: float = 1.0, shared_memory:
                 compute={1: compute[1]}, layer_overhead_s=overhead, cache_bytes=cache))
             say(f"calibrated shared-memory alltoallv: alpha {shm['shm_alpha']:.3g} s, "
                 f"beta {shm['shm_beta']:.3g} s/B; fixed cost per exchange on 2 ranks "
-                f"{shm['exchange_overhead_s']:.3g} s")
+                f"{shm['exchange_overhead_s']:.3g} s, per byte exchanged "
+                f"{shm.get('exchange_byte_s', 0.0):.3g} s")
     finally:
         torch.set_num_threads(saved)
         _steadiness = None
@@ -485,7 +488,9 @@ def calibrate_in_job(comm, threads: int, scale: float = 1.0, host_cores: int | N
     job has several ranks): what they take beyond the model's other terms (exchanges,
     allreduce, compute, with every rank on this host's cores) is this job's fixed cost per
     layer and pass and per exchange (the vertex cut exchanges twice as often), where waking
-    up after each wait on a loaded host is part of it. ``model``: the GNN whose tiny steps
+    up after each wait on a loaded host is part of it; ``exchange_byte_s`` from a third step
+    whose exchanges carry rows 256 wide (across hosts: the network stack's work per byte,
+    which takes the cores that compute). ``model``: the GNN whose tiny steps
     give them (``gcn``, ``sage``, ``gat``, ...; each runs its own ops per layer).
     """
     from planning.cost_model import CostModel
@@ -516,19 +521,22 @@ def calibrate_in_job(comm, threads: int, scale: float = 1.0, host_cores: int | N
     on_this_host = sum(host == here for _, _, host in everyone)
     cache = min(float(llc), float(np.median([k for _, k, _ in everyone])) * on_this_host)
     costs = CostModel(compute={threads: median}, layer_overhead_s=0.0, cache_bytes=cache, **shm)
-    costs.layer_overhead_s, costs.exchange_overhead_s = job_fixed_costs(comm, costs, threads,
-                                                                        host_cores, model)
+    costs.layer_overhead_s, costs.exchange_overhead_s, costs.exchange_byte_s = \
+        job_fixed_costs(comm, costs, threads, host_cores, model)
     return costs
 
 
 def job_fixed_costs(comm, costs, threads: int, host_cores: int,
-                    model: str = "gcn") -> tuple[float, float]:
-    """Collective: ``(layer_overhead_s, exchange_overhead_s)`` of this job, from training steps
-    of ``model`` (2 layers, hidden 16) by all its ranks on a graph too small to compute (2,000
-    nodes): what a step takes beyond
-    ``costs``' other terms, per layer and pass and per exchange (:func:`fit_fixed_costs`; an
-    edge cut exchanges once per aggregation, a vertex cut twice, so the two steps tell the
-    fixed costs apart). Every rank of the job is on this host."""
+                    model: str = "gcn") -> tuple[float, float, float]:
+    """Collective: ``(layer_overhead_s, exchange_overhead_s, exchange_byte_s)`` of this job,
+    from training steps of ``model`` (2 layers) by all its ranks on a graph too small to
+    compute (2,000 nodes): what a step takes beyond ``costs``' other terms, per layer and pass
+    and per exchange (:func:`fit_fixed_costs`, hidden 16; an edge cut exchanges once per
+    aggregation, a vertex cut twice, so the two steps tell the fixed costs apart), and per
+    byte a rank exchanges (:func:`fit_byte_cost`: a third step, the edge cut with 256
+    features and hidden 256, whose exchanges carry 16 times the bytes). Every rank of the job
+    is on this host (the time model's shared memory); across hosts what the links add is in
+    the fitted costs."""
     from planning.cost_model import Cluster, ModelSpec
 
     from ..data import load_dataset
@@ -539,7 +547,29 @@ def job_fixed_costs(comm, costs, threads: int, host_cores: int,
     residuals = [_tiny_step_residual(comm, data, kind, spec, host, costs)
                  for kind in (("edge_cut", "vertex_cut") if comm.size > 1 else ("edge_cut",))]
     layers = 2 * spec.layers * host.oversubscription(comm.size)
-    return fit_fixed_costs(residuals, layers)
+    layer_s, exchange_s = fit_fixed_costs([r[:2] for r in residuals], layers)
+    if comm.size == 1:
+        return layer_s, exchange_s, 0.0
+    wide = load_dataset("sbm", num_nodes=2000, num_features=WIDE_ROWS)
+    heads = ModelSpec.build(model, 1, 1, 1).heads[0]  # GAT: hidden per head
+    wide_spec = ModelSpec.build(model, WIDE_ROWS, WIDE_ROWS // heads, wide.num_classes)
+    residual = _tiny_step_residual(comm, wide, "edge_cut", wide_spec, host, costs)
+    return layer_s, exchange_s, fit_byte_cost(residual, layers, layer_s, exchange_s)
+
+
+#: features and hidden width of the tiny step that fits the cost per byte exchanged
+WIDE_ROWS = 256
+
+
+def fit_byte_cost(residual: tuple, layer_passes: float, layer_s: float,
+                  exchange_s: float) -> float:
+    """``exchange_byte_s`` from a tiny step's ``(residual, exchanges, byte units)`` (the step's
+    seconds per second of ``exchange_byte_s``) once the fixed costs per layer and pass and
+    per exchange are taken off; never negative."""
+    seconds, exchanges, units = residual
+    if units <= 0:
+        return 0.0
+    return max(0.0, (seconds - layer_passes * layer_s - exchanges * exchange_s) / units)
 
 
 def fit_fixed_costs(residuals: list, layer_passes: float) -> tuple[float, float]:
@@ -557,10 +587,11 @@ def fit_fixed_costs(residuals: list, layer_passes: float) -> tuple[float, float]
     return max(0.0, (edge_res - edge_x * per_exchange) / layer_passes), per_exchange
 
 
-def _tiny_step_residual(comm, data, kind: str, spec, host, costs) -> tuple[float, int]:
+def _tiny_step_residual(comm, data, kind: str, spec, host, costs) -> tuple[float, int, float]:
     """(median training step of the whole job on ``data`` split round-robin (``edge_cut``) or
     by Libra (``vertex_cut``) minus what ``costs`` (no fixed costs) predict for it, halo
-    exchanges and allreduces per step: each pays the fixed cost per exchange). Collective."""
+    exchanges and allreduces per step: each pays the fixed cost per exchange; the seconds the
+    step's prediction grows by per second of ``exchange_byte_s``). Collective."""
     from partitioning import make_partitioner
     from partitioning.base import Partition
     from planning.cost_model import CostModel, predict
@@ -580,18 +611,23 @@ def _tiny_step_residual(comm, data, kind: str, spec, host, costs) -> tuple[float
         problem = broadcast_vertex_cut_problem(data, partition if comm.rank == 0 else None,
                                                comm)
     torch.manual_seed(0)
-    trainer = Trainer(GNN(spec.name, data.num_features, 16, data.num_classes), problem, comm)
+    trainer = Trainer(GNN(spec.name, data.num_features, spec.widths[1] // spec.heads[0],
+                          data.num_classes), problem, comm)
     times = []
     for _ in range(25):
         comm.barrier()
         t0 = time.perf_counter()
         trainer.train_step()
         times.append(comm.allreduce_scalar(time.perf_counter() - t0, op="max"))
-    fixed_free = CostModel.from_dict({**costs.to_dict(), "layer_overhead_s": 0.0,
-                                      "exchange_overhead_s": 0.0})
-    modelled = predict(part_workload(data, partition), spec, host, fixed_free)
+    fixed_free = {**costs.to_dict(), "layer_overhead_s": 0.0, "exchange_overhead_s": 0.0,
+                  "exchange_byte_s": 0.0}
+    workload = part_workload(data, partition)
+    modelled = predict(workload, spec, host, CostModel.from_dict(fixed_free))
+    per_byte = predict(workload, spec, host,
+                       CostModel.from_dict({**fixed_free, "exchange_byte_s": 1e-9}))
     return (float(np.median(times[5:])) - modelled["step_s"],
-            modelled["exchanges_step"] + modelled["collectives_step"])
+            modelled["exchanges_step"] + modelled["collectives_step"],
+            (per_byte["step_s"] - modelled["step_s"]) / 1e-9)
 
 
 if __name__ == "__main__":

@@ -349,6 +349,27 @@ def test_a_skinny_transform_beyond_the_cache_costs_the_bytes_it_streams():
     assert forward(moved / 4) == pytest.approx(1e-10 * moved)  # streams: its bytes
 
 
+def test_each_byte_exchanged_costs_the_rank_work_that_no_overlap_hides():
+    """``exchange_byte_s`` per byte a rank sends and receives is its own work: it lengthens
+    the step even where compute hides the whole exchange; one rank exchanges nothing."""
+    spec = ModelSpec("gcn", (8, 4), (1,), dropout=0.0)  # transform first: 2 exchanges a step
+    net = Cluster(network=Network(latency_s=0.0, bandwidth_Bps=1e15), ranks_per_host=1)
+    busy = {"compute": {"1": {**ONLY_COMM, "gamma_edge": 1e-6}}}  # 20 ms inner aggregation
+    costs = CostModel.from_dict({**model().to_dict(), **busy})
+    per_byte = CostModel.from_dict({**costs.to_dict(), "exchange_byte_s": 1e-9})
+    base, charged = (predict(two_parts(), spec, net, c) for c in (costs, per_byte))
+    assert base["exchange_exposed_s"] == charged["exchange_exposed_s"] == 0.0
+    # rows 4 wide (16 B); each rank sends 50 or 100 rows and receives the other: 150 rows
+    # an exchange, forward and backward
+    assert charged["forward_s"] - base["forward_s"] == pytest.approx(1e-9 * 16 * 150)
+    assert charged["step_s"] - base["step_s"] == pytest.approx(2 * 1e-9 * 16 * 150)
+    one = workload_from_arrays("edge_cut", [1000], [4000], [0], [[0]], [500])
+    assert predict(one, spec, Cluster(), per_byte)["step_s"] == \
+        predict(one, spec, Cluster(), costs)["step_s"]
+    assert CostModel.from_dict({k: v for k, v in costs.to_dict().items()
+                                if k != "exchange_byte_s"}).exchange_byte_s == 0.0
+
+
 def test_each_exchange_costs_its_fixed_overhead_as_travel_time():
     """``exchange_overhead_s`` lengthens every exchange a rank takes part in (hidden behind
     the inner aggregation like the rest of the exchange); one rank exchanges nothing."""
