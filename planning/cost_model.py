@@ -52,7 +52,7 @@ overlaps an exchange. Every layer and pass of a rank also costs
 ``layer_overhead_s`` (Python and autograd), and every exchange ``exchange_overhead_s`` more
 time to travel (posting, progressing and completing it: fixed, whatever its size), as does
 every allreduce (the step's gradient buckets, the evaluation's metrics); every byte a rank
-sends or receives in a halo exchange costs it ``exchange_byte_s`` of its own work.
+sends to or receives from another host costs it ``exchange_byte_s`` of its own work.
 
 **Caches.** A rank's share of its host's last-level cache is ``C = cache_bytes / ranks on the
 host``. Each op's constant moves from the one calibrated on cached data to the one calibrated
@@ -277,11 +277,11 @@ class CostModel:
             per aggregation, and a vertex cut, two); what it comes to across hosts is in
             docs/planning.md, "Checked on shaped links" (benchmarks/tune_validation.py
             --vcluster).
-        exchange_byte_s: work per byte a rank sends or receives in halo exchanges beyond the
-            model's other terms (the network stack's and MPI's copying and progressing, which
+        exchange_byte_s: work per byte a rank sends to or receives from ranks on other hosts
+            in halo exchanges (the network stack's and MPI's copying and progressing, which
             take the rank's cores whether or not the exchange is hidden behind compute), paid
-            as the rank's own work. 0 unless measured: ``calibrate_in_job`` fits it from a
-            third tiny step whose exchanges carry rows 256 wide.
+            as the rank's own work. 0 unless measured: ``calibrate_in_job`` measures it where
+            the job spans hosts (``gnnscale.cli.calibrate.exchange_byte_work``).
         bytes_per_value: bytes of a feature value on the wire (4: float32).
         cache_bytes: last-level cache of a host, shared by its ranks (0: no cache model, the
             cached constants for every size).
@@ -413,6 +413,7 @@ class _Exchange:
         self.host_rows = np.maximum(host_in, host_out)[hosts]
         self.out_all = r.sum(0)
         self.in_all = r.sum(1)
+        self.inter_rows = inter.sum(0) + inter.sum(1)  # sent and received across hosts
 
     def row_bytes(self, width: float) -> float:
         """Bytes of one row on the wire, times the fraction of the rows sent."""
@@ -427,11 +428,11 @@ class _Exchange:
         return self.slow * _rate(k, "gamma_elem", 4.0 * width * self.out_all, cache) * values
 
     def byte_work(self, width: float) -> np.ndarray:
-        """The rank's work per byte it sends and receives (``exchange_byte_s``)."""
+        """The rank's work per byte it sends to and receives from other hosts
+        (``exchange_byte_s``)."""
         if self.p == 1 or not self.model.exchange_byte_s:
             return np.zeros(self.p)
-        return self.slow * self.model.exchange_byte_s * self.row_bytes(width) * \
-            (self.out_all + self.in_all)
+        return self.slow * self.model.exchange_byte_s * self.row_bytes(width) * self.inter_rows
 
     def copy(self, width: float) -> np.ndarray:
         """The per-byte part of the shared-memory exchange (CPU copies)."""

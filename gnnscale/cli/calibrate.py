@@ -17,8 +17,7 @@ per layer and pass. Shared-memory ``alltoallv`` latency and bandwidth: a 2-rank 
 this module (``python -m gnnscale.cli.calibrate --alltoallv``), alpha from the smallest message
 (8 B), beta from the slope to the largest (4 MiB per peer); the same job then trains tiny steps
 on its 2 ranks for ``exchange_overhead_s``, the fixed cost of each exchange beyond the model's
-other terms, and ``exchange_byte_s``, the work per byte exchanged beyond them
-(:func:`job_fixed_costs`, as :func:`calibrate_in_job` fits them in a running job).
+other terms (:func:`job_fixed_costs`, as :func:`calibrate_in_job` fits it in a running job).
 """
 
 from __future__ import annotations
@@ -351,8 +350,8 @@ def _alltoallv_rank_main(constants: str | None = None) -> None:
         costs = CostModel.from_dict({**CostModel.load(constants).to_dict(),
                                      **fit_alltoallv(rows)})
         torch.set_num_threads(1)
-        _, result["exchange_overhead_s"], result["exchange_byte_s"] = job_fixed_costs(
-            comm, costs, 1, os.cpu_count() or 1)
+        result["exchange_overhead_s"] = job_fixed_costs(comm, costs, 1,
+                                                        os.cpu_count() or 1)[1]
     if comm.rank == 0:
         print(json.dumps(result))
 
@@ -405,9 +404,8 @@ def shared_memory_constants(timeout: float = 300, costs=None) -> dict:
         for row in result["rows"]:
             _steadiness.add(f"shared-memory alltoallv of {row['bytes']} B", row["times"])
     fitted = fit_alltoallv(result["rows"])
-    for key in ("exchange_overhead_s", "exchange_byte_s"):
-        if key in result:
-            fitted[key] = float(result[key])
+    if "exchange_overhead_s" in result:
+        fitted["exchange_overhead_s"] = float(result["exchange_overhead_s"])
     return fitted
 
 
@@ -457,8 +455,7 @@ def calibrate(max_threads: int | None = None, scale: float = 1.0, shared_memory:
                 compute={1: compute[1]}, layer_overhead_s=overhead, cache_bytes=cache))
             say(f"calibrated shared-memory alltoallv: alpha {shm['shm_alpha']:.3g} s, "
                 f"beta {shm['shm_beta']:.3g} s/B; fixed cost per exchange on 2 ranks "
-                f"{shm['exchange_overhead_s']:.3g} s, per byte exchanged "
-                f"{shm.get('exchange_byte_s', 0.0):.3g} s")
+                f"{shm['exchange_overhead_s']:.3g} s")
     finally:
         torch.set_num_threads(saved)
         _steadiness = None
@@ -488,9 +485,10 @@ def calibrate_in_job(comm, threads: int, scale: float = 1.0, host_cores: int | N
     job has several ranks): what they take beyond the model's other terms (exchanges,
     allreduce, compute, with every rank on this host's cores) is this job's fixed cost per
     layer and pass and per exchange (the vertex cut exchanges twice as often), where waking
-    up after each wait on a loaded host is part of it; ``exchange_byte_s`` from a third step
-    whose exchanges carry rows 256 wide (across hosts: the network stack's work per byte,
-    which takes the cores that compute). ``model``: the GNN whose tiny steps
+    up after each wait on a loaded host is part of it. Where the job spans hosts,
+    ``exchange_byte_s`` is the work an exchange between hosts takes from the ranks' cores per
+    byte while it travels hidden behind an aggregation (:func:`exchange_byte_work`).
+    ``model``: the GNN whose tiny steps
     give them (``gcn``, ``sage``, ``gat``, ...; each runs its own ops per layer).
     """
     from planning.cost_model import CostModel
@@ -521,22 +519,66 @@ def calibrate_in_job(comm, threads: int, scale: float = 1.0, host_cores: int | N
     on_this_host = sum(host == here for _, _, host in everyone)
     cache = min(float(llc), float(np.median([k for _, k, _ in everyone])) * on_this_host)
     costs = CostModel(compute={threads: median}, layer_overhead_s=0.0, cache_bytes=cache, **shm)
-    costs.layer_overhead_s, costs.exchange_overhead_s, costs.exchange_byte_s = \
-        job_fixed_costs(comm, costs, threads, host_cores, model)
+    costs.layer_overhead_s, costs.exchange_overhead_s = job_fixed_costs(comm, costs, threads,
+                                                                        host_cores, model)
+    hosts = [host for _, _, host in everyone]
+    if len(set(hosts)) > 1:
+        costs.exchange_byte_s = exchange_byte_work(comm, hosts)
     return costs
 
 
+def exchange_byte_work(comm, hosts: list, megabytes: float = 4.0, repeats: int = 9) -> float:
+    """Collective: seconds of a rank's work per byte it sends and receives in an exchange with
+    the ranks on other hosts (``hosts``: each rank's host name) that travels while the rank
+    aggregates, progressed by the aggregation's tests as the engine's exchanges are: the
+    aggregation's time with the exchange in flight less its time alone (medians, in turns),
+    over the bytes. Each rank sends ``megabytes`` in all, split over its peers elsewhere."""
+    from ..graph.sparse import SparseBlock
+
+    def values_to(peer: int, sender: int) -> int:
+        """float32 values ``sender`` sends ``peer``: its megabytes over its remote peers."""
+        if hosts[peer] == hosts[sender]:
+            return 0
+        remote = sum(host != hosts[sender] for host in hosts)
+        return int(megabytes * 2**20 / 4 / remote)
+
+    me = comm.rank
+    send_counts = [values_to(peer, me) for peer in range(comm.size)]
+    recv_counts = [values_to(me, peer) for peer in range(comm.size)]
+    send = torch.zeros(sum(send_counts))
+    # some 20 ms of aggregation (3.2 million non-zeros, rows 16 wide): longer than the
+    # exchange takes on the link, so that only its work shows
+    block, rows = SparseBlock(_random_csr(200000, 16, np.random.default_rng(0))), \
+        _values(200000, 16)
+
+    def alone():
+        block.matmul(rows)
+
+    def hidden():
+        work = comm.alltoallv_async(send, send_counts, recv_counts)
+        block.matmul(rows, work.test)
+        work.wait()
+
+    times = {alone: [], hidden: []}
+    for _ in range(repeats):
+        for run in (alone, hidden):
+            comm.barrier()
+            start = time.perf_counter()
+            run()
+            times[run].append(comm.allreduce_scalar(time.perf_counter() - start, op="max"))
+    extra = float(np.median(times[hidden][2:])) - float(np.median(times[alone][2:]))
+    moved = 4.0 * (sum(send_counts) + sum(recv_counts))
+    return max(0.0, extra / moved) if moved else 0.0
+
+
 def job_fixed_costs(comm, costs, threads: int, host_cores: int,
-                    model: str = "gcn") -> tuple[float, float, float]:
-    """Collective: ``(layer_overhead_s, exchange_overhead_s, exchange_byte_s)`` of this job,
-    from training steps of ``model`` (2 layers) by all its ranks on a graph too small to
-    compute (2,000 nodes): what a step takes beyond ``costs``' other terms, per layer and pass
-    and per exchange (:func:`fit_fixed_costs`, hidden 16; an edge cut exchanges once per
-    aggregation, a vertex cut twice, so the two steps tell the fixed costs apart), and per
-    byte a rank exchanges (:func:`fit_byte_cost`: a third step, the edge cut with 256
-    features and hidden 256, whose exchanges carry 16 times the bytes). Every rank of the job
-    is on this host (the time model's shared memory); across hosts what the links add is in
-    the fitted costs."""
+                    model: str = "gcn") -> tuple[float, float]:
+    """Collective: ``(layer_overhead_s, exchange_overhead_s)`` of this job, from training steps
+    of ``model`` (2 layers, hidden 16) by all its ranks on a graph too small to compute (2,000
+    nodes): what a step takes beyond ``costs``' other terms, per layer and pass and per
+    exchange (:func:`fit_fixed_costs`; an edge cut exchanges once per aggregation, a vertex
+    cut twice, so the two steps tell the fixed costs apart). Every rank of the job is on this
+    host."""
     from planning.cost_model import Cluster, ModelSpec
 
     from ..data import load_dataset
@@ -547,29 +589,7 @@ def job_fixed_costs(comm, costs, threads: int, host_cores: int,
     residuals = [_tiny_step_residual(comm, data, kind, spec, host, costs)
                  for kind in (("edge_cut", "vertex_cut") if comm.size > 1 else ("edge_cut",))]
     layers = 2 * spec.layers * host.oversubscription(comm.size)
-    layer_s, exchange_s = fit_fixed_costs([r[:2] for r in residuals], layers)
-    if comm.size == 1:
-        return layer_s, exchange_s, 0.0
-    wide = load_dataset("sbm", num_nodes=2000, num_features=WIDE_ROWS)
-    heads = ModelSpec.build(model, 1, 1, 1).heads[0]  # GAT: hidden per head
-    wide_spec = ModelSpec.build(model, WIDE_ROWS, WIDE_ROWS // heads, wide.num_classes)
-    residual = _tiny_step_residual(comm, wide, "edge_cut", wide_spec, host, costs)
-    return layer_s, exchange_s, fit_byte_cost(residual, layers, layer_s, exchange_s)
-
-
-#: features and hidden width of the tiny step that fits the cost per byte exchanged
-WIDE_ROWS = 256
-
-
-def fit_byte_cost(residual: tuple, layer_passes: float, layer_s: float,
-                  exchange_s: float) -> float:
-    """``exchange_byte_s`` from a tiny step's ``(residual, exchanges, byte units)`` (the step's
-    seconds per second of ``exchange_byte_s``) once the fixed costs per layer and pass and
-    per exchange are taken off; never negative."""
-    seconds, exchanges, units = residual
-    if units <= 0:
-        return 0.0
-    return max(0.0, (seconds - layer_passes * layer_s - exchanges * exchange_s) / units)
+    return fit_fixed_costs(residuals, layers)
 
 
 def fit_fixed_costs(residuals: list, layer_passes: float) -> tuple[float, float]:
@@ -587,11 +607,10 @@ def fit_fixed_costs(residuals: list, layer_passes: float) -> tuple[float, float]
     return max(0.0, (edge_res - edge_x * per_exchange) / layer_passes), per_exchange
 
 
-def _tiny_step_residual(comm, data, kind: str, spec, host, costs) -> tuple[float, int, float]:
+def _tiny_step_residual(comm, data, kind: str, spec, host, costs) -> tuple[float, int]:
     """(median training step of the whole job on ``data`` split round-robin (``edge_cut``) or
     by Libra (``vertex_cut``) minus what ``costs`` (no fixed costs) predict for it, halo
-    exchanges and allreduces per step: each pays the fixed cost per exchange; the seconds the
-    step's prediction grows by per second of ``exchange_byte_s``). Collective."""
+    exchanges and allreduces per step: each pays the fixed cost per exchange). Collective."""
     from partitioning import make_partitioner
     from partitioning.base import Partition
     from planning.cost_model import CostModel, predict
@@ -611,23 +630,18 @@ def _tiny_step_residual(comm, data, kind: str, spec, host, costs) -> tuple[float
         problem = broadcast_vertex_cut_problem(data, partition if comm.rank == 0 else None,
                                                comm)
     torch.manual_seed(0)
-    trainer = Trainer(GNN(spec.name, data.num_features, spec.widths[1] // spec.heads[0],
-                          data.num_classes), problem, comm)
+    trainer = Trainer(GNN(spec.name, data.num_features, 16, data.num_classes), problem, comm)
     times = []
     for _ in range(25):
         comm.barrier()
         t0 = time.perf_counter()
         trainer.train_step()
         times.append(comm.allreduce_scalar(time.perf_counter() - t0, op="max"))
-    fixed_free = {**costs.to_dict(), "layer_overhead_s": 0.0, "exchange_overhead_s": 0.0,
-                  "exchange_byte_s": 0.0}
-    workload = part_workload(data, partition)
-    modelled = predict(workload, spec, host, CostModel.from_dict(fixed_free))
-    per_byte = predict(workload, spec, host,
-                       CostModel.from_dict({**fixed_free, "exchange_byte_s": 1e-9}))
+    fixed_free = CostModel.from_dict({**costs.to_dict(), "layer_overhead_s": 0.0,
+                                      "exchange_overhead_s": 0.0})
+    modelled = predict(part_workload(data, partition), spec, host, fixed_free)
     return (float(np.median(times[5:])) - modelled["step_s"],
-            modelled["exchanges_step"] + modelled["collectives_step"],
-            (per_byte["step_s"] - modelled["step_s"]) / 1e-9)
+            modelled["exchanges_step"] + modelled["collectives_step"])
 
 
 if __name__ == "__main__":
