@@ -76,6 +76,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -155,11 +156,13 @@ def rank_main(args) -> None:
             problem = LocalProblem.from_graph_data(
                 data, comm.broadcast(parts, root=0).numpy(), comm)
         jobs[method] = problem, workload
-    from gnnscale.cli.calibrate import calibrate_in_job, job_fixed_costs
+    from gnnscale.cli.calibrate import calibrate_in_job, exchange_byte_work, job_fixed_costs
     from gnnscale.graph.quantize import WIRE_FORMATS
 
     costs = calibrate_in_job(comm, threads, model=args.models[0])
     in_job = costs.to_dict()
+    hosts = comm.allgather_object(socket.gethostname())
+    link_work = {}  # vc:RATE -> exchange_byte_s measured at that rate
     # the fixed costs a GCN's tiny steps give, for comparison with the job's model's
     gcn_fixed = [costs.layer_overhead_s, costs.exchange_overhead_s] \
         if args.models[0] == "gcn" else \
@@ -167,6 +170,11 @@ def rank_main(args) -> None:
     rows = []
     index = 0
     for net, dtype in [(n, d) for n in args.networks for d in args.halo_dtypes]:
+        if vcluster and net not in link_work:
+            _ask_driver(args.vcluster_dir, index, f"{net} {LINK_WORK}", comm)
+            index += 1
+            link_work[net] = exchange_byte_work(comm, hosts, link_work_megabytes(net)) \
+                if len(set(hosts)) > 1 else 0.0
         simulated = None if vcluster else network_of(net)
         trainers, records = {}, {m: [] for m in args.methods}
         for method, (problem, _) in jobs.items():
@@ -217,6 +225,7 @@ def rank_main(args) -> None:
                          for k, v in work.items()} for m, (_, work) in jobs.items()}
         print("RESULT " + json.dumps({"rows": rows, "in_job_cost_model": in_job,
                                       "gcn_fixed_costs": gcn_fixed,
+                                      "link_work": link_work,
                                       "workloads": workloads,
                                       "shape": result_shape}), flush=True)
 
@@ -228,11 +237,25 @@ def phases_of(args) -> list[tuple[str, str, str]]:
     ``(network, halo dtype, method)``."""
     out = []
     for net in args.networks:
+        out.append((net, "", LINK_WORK))  # the work per byte exchanged, measured at the rate
         for dtype in args.halo_dtypes:
             for turn in range(args.rounds):
                 shift = turn % len(args.methods)
                 out += [(net, dtype, m) for m in args.methods[shift:] + args.methods[:shift]]
     return out
+
+
+#: the phase in which a job measures ``exchange_byte_s`` at a network's rate
+LINK_WORK = "link-work"
+
+
+def link_work_megabytes(net: str) -> float:
+    """Bytes (MB) each rank sends in the measure of ``exchange_byte_s`` at a ``vc:RATE``:
+    what the rate carries in 8 ms (the measure's aggregation takes some 20), at most 4."""
+    from gnnscale.testing.cluster import parse_rate
+
+    rate = net[3:]
+    return 4.0 if rate == "none" else min(4.0, parse_rate(rate) / 8 * 0.008 / 2**20)
 
 
 def _ask_driver(folder: str, index: int, net: str, comm) -> None:
@@ -418,9 +441,11 @@ def run_vcluster_cell(cluster, links: dict, dataset: str, model: str, methods: l
         raise RuntimeError(f"{label} failed ({job.returncode}):\n{detail}")
     shutil.rmtree(folder, ignore_errors=True)
     result = json.loads(next(x for x in text.splitlines() if x.startswith("RESULT "))[7:])
+    link_work = result.get("link_work", {})
     predicted = [predict_cells(Shape(result["shape"]), result["workloads"][m["method"]], 2,
                                [(m["network"], m["halo_dtype"])], args,
-                               result["in_job_cost_model"], model, links)[0]
+                               with_link_work(result["in_job_cost_model"],
+                                              link_work.get(m["network"])), model, links)[0]
                  for m in result["rows"]]
     on_link = {}
     for phase, (tx, rx) in zip(phases, wire):
@@ -447,6 +472,7 @@ def run_vcluster_cell(cluster, links: dict, dataset: str, model: str, methods: l
                                                       "after": load_after},
                      "in_job_cost_model": result["in_job_cost_model"],
                      "gcn_fixed_costs": result.get("gcn_fixed_costs"),
+                     "link_work_byte_s": link_work.get(m["network"]),
                      "workload": result["workloads"][m["method"]], "shape": result["shape"]})
     return rows
 
@@ -520,10 +546,17 @@ def predict_stored(cell: dict, args, constants: dict) -> dict:
     """:func:`predict_cells` for one stored cell (its workload, shape, ranks, network, halo
     dtype, model and hidden width; its link where it has one) with ``constants``."""
     spec_args = argparse.Namespace(**{**vars(args), "hidden": cell.get("hidden", args.hidden)})
+    constants = with_link_work(constants, cell.get("link_work_byte_s"))
     links = {cell["network"]: cell["link"]} if "link" in cell else None
     return predict_cells(Shape(cell["shape"]), cell["workload"], cell["ranks"],
                          [(cell["network"], cell.get("halo_dtype", "float32"))], spec_args,
                          constants, cell.get("model", "gcn"), links)[0]
+
+
+def with_link_work(constants: dict, per_byte: float | None) -> dict:
+    """A job's constants with the work per byte exchanged measured at a cell's link rate
+    (``link_work_byte_s``; None: the job's own, measured on the unshaped link)."""
+    return constants if per_byte is None else {**constants, "exchange_byte_s": per_byte}
 
 
 def predicted_hidden(prediction: dict) -> float | None:
