@@ -9,7 +9,8 @@ Cases (METIS parts, one per rank, 3 steps, dropout 0):
 - GCN and SAGE on a Libra vertex cut.
 Rank facts: host name, ranks on this host and default threads (gnnscale.threads), the node
 index the hierarchical allreduce groups this rank in, whether the world's gradient buffer and
-the host group's buffer live in shared memory, and the ``/dev/shm`` entries this rank sees.
+the host group's buffer live in shared memory, the ``/dev/shm`` entries this rank sees, and the
+work per byte it measures exchanging with the other host (none on one host).
 """
 
 import json
@@ -25,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
 
 from exactness_cases import LR, SEED, WEIGHT_DECAY  # noqa: E402
 
+from gnnscale.cli.calibrate import exchange_byte_work  # noqa: E402
 from gnnscale.comm import HierarchicalCommunicator, init, node_groups  # noqa: E402
 from gnnscale.comm.eager_pieces import EAGER_PIECE_BYTES  # noqa: E402
 from gnnscale.data import load_dataset  # noqa: E402
@@ -90,6 +92,8 @@ def rank_facts(comm) -> dict:
              "host_buffer_shared": local_shared, "dev_shm": sorted(os.listdir("/dev/shm"))}
     facts["alltoallv_exact"] = alltoallv_around_the_eager_limit(comm)
     facts["eager_pieces_posted"] = comm.eager_pieces_posted
+    hosts = comm.allgather_object(socket.gethostname())
+    facts["exchange_byte_s"] = exchange_byte_work(comm, hosts, megabytes=1.0, repeats=3)
     total = hierarchical.allreduce(torch.ones(4))  # the two-level path across hosts
     facts["hierarchical_sum"] = float(total[0])
     comm.free_buffer(world_buffer)

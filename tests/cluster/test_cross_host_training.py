@@ -57,13 +57,15 @@ def test_training_cases_across_hosts_equal_one_host(cluster, tmp_path):
         assert fact["hierarchical_sum"] == 4.0
         assert fact["alltoallv_exact"]
         assert fact["eager_pieces_posted"] > 0  # messages to the other host went as pieces
+        assert 0.0 <= fact["exchange_byte_s"] < 1e-7  # seconds per byte exchanged across
         assert not fact["world_buffer_shared"]  # no shared memory across hosts
         assert fact["host_buffer_shared"]  # but within one
         other = "node1" if fact["host"] == "node0" else "node0"
         assert not any(other in name for name in fact["dev_shm"]), fact["dev_shm"]
     one_host = json.loads(str(expected["facts"]))
     assert len({f["host"] for f in one_host}) == 1 and one_host[0]["world_buffer_shared"]
-    assert all(f["alltoallv_exact"] and f["eager_pieces_posted"] == 0 for f in one_host)
+    assert all(f["alltoallv_exact"] and f["eager_pieces_posted"] == 0
+               and f["exchange_byte_s"] == 0.0 for f in one_host)  # nothing to measure
 
 
 @pytest.fixture(scope="module")
