@@ -644,9 +644,48 @@ def _tiny_step_residual(comm, data, kind: str, spec, host, costs) -> tuple[float
             modelled["exchanges_step"] + modelled["collectives_step"])
 
 
+def _exchange_work_rank_main(constants: str | None = None) -> int:
+    """Under an mpirun across hosts: :func:`exchange_byte_work` of this job; rank 0 prints
+    ``{"exchange_byte_s": ..., "hosts": ...}`` and, given a cost model file, writes the figure
+    into it (the file replaced whole). Ranks all on one host: one line, exit 2."""
+    from partitioning.errors import PartitionError
+    from planning.cost_model import CostModel
+
+    from .. import comm as comm_module
+
+    comm = comm_module.init("mpi")
+    hosts = comm.allgather_object(socket.gethostname())
+    problem = None
+    try:
+        costs = CostModel.load(constants) if constants else None
+    except PartitionError as exc:
+        problem = str(exc)
+    if problem is None and len(set(hosts)) < 2:
+        problem = (f"every rank is on host {hosts[0]!r}; launch it across two hosts or more "
+                   "(mpirun --hostfile ...)")
+    if problem is not None:
+        if comm.rank == 0:
+            print(f"calibrate --exchange-work: {problem}", file=sys.stderr)
+        return 2
+    torch.set_num_threads(1)
+    per_byte = exchange_byte_work(comm, hosts)
+    if comm.rank == 0:
+        if costs is not None:
+            costs.exchange_byte_s = per_byte
+            staged = Path(constants).with_name(Path(constants).name + ".tmp")
+            costs.save(staged)
+            os.replace(staged, constants)
+        print(json.dumps({"exchange_byte_s": per_byte, "hosts": len(set(hosts))}))
+    return 0
+
+
+USAGE = ("usage: python -m gnnscale.cli.calibrate --alltoallv [CONSTANTS.json] (under a 2-rank "
+         "mpirun) | --exchange-work [CONSTANTS.json] (under an mpirun across hosts)")
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--alltoallv"] and len(sys.argv) <= 3:
         _alltoallv_rank_main(sys.argv[2] if len(sys.argv) == 3 else None)
+    elif sys.argv[1:2] == ["--exchange-work"] and len(sys.argv) <= 3:
+        sys.exit(_exchange_work_rank_main(sys.argv[2] if len(sys.argv) == 3 else None))
     else:
-        sys.exit("usage: python -m gnnscale.cli.calibrate --alltoallv [CONSTANTS.json] "
-                 "(under a 2-rank mpirun)")
+        sys.exit(USAGE)

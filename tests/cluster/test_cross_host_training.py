@@ -8,7 +8,9 @@ checked against the same job on one host.
 - a partition store of which each host holds only its own parts, in its own folder; a missing
   part fails in one line naming the host and the part;
 - ``--backend torch`` (rendezvous at MASTER_ADDR, gloo) equals ``--backend mpi``;
-- gnnscale's DataParallel (MPI and torch backends) equals PyTorch's DDP across hosts.
+- gnnscale's DataParallel (MPI and torch backends) equals PyTorch's DDP across hosts;
+- ``python -m gnnscale.cli.calibrate --exchange-work`` measures the work per byte exchanged
+  between hosts into a cost model file, and refuses a job on one host.
 """
 
 import json
@@ -20,7 +22,7 @@ import numpy as np
 import pytest
 
 from cluster_runs import assert_close, cora_args, cross_host, gnnscale_argv, metrics_losses
-from mpi_launch import DATASETS_ROOT, gnnscale_cli, gnnscale_cli_batch, run_python_mpi
+from mpi_launch import DATASETS_ROOT, gnnscale_cli, gnnscale_cli_batch, run_mpi, run_python_mpi
 
 HERE = Path(__file__).parent
 DRIVER = HERE / "cross_host_driver.py"
@@ -96,6 +98,27 @@ def _store_for_hosts(cluster, store: Path) -> Path:
         for part in (2 * index, 2 * index + 1):
             shutil.copy2(store / f"part-{part:05d}.npz", target)
     return cluster.local_dir / "store"
+
+
+def test_exchange_work_is_measured_across_hosts_into_a_cost_model_file(cluster, tmp_path):
+    from planning.cost_model import CostModel
+
+    path = tmp_path / "costs.json"
+    CostModel().save(path)
+    argv = [sys.executable, "-m", "gnnscale.cli.calibrate", "--exchange-work", str(path)]
+    done = cross_host(cluster, 1, argv, timeout=120)
+    assert done.returncode == 0, done.stderr
+    printed = json.loads(done.stdout.strip().splitlines()[-1])
+    saved = CostModel.load(path)
+    assert printed["hosts"] == 2 and 0 <= printed["exchange_byte_s"] < 1e-7
+    assert saved.exchange_byte_s == printed["exchange_byte_s"]
+    others = {k: v for k, v in CostModel().to_dict().items() if k != "exchange_byte_s"}
+    assert {k: v for k, v in saved.to_dict().items() if k != "exchange_byte_s"} == others
+    # every rank on one host: one line, exit 2, the file as it was
+    before = path.read_text()
+    one = run_mpi(2, argv, timeout=120)
+    assert one.returncode != 0 and path.read_text() == before
+    assert "every rank is on host" in one.stderr and "launch it across two hosts" in one.stderr
 
 
 def test_each_host_reads_its_own_parts_from_its_own_disk(cluster, one_host, tmp_path):
