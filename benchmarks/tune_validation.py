@@ -43,7 +43,8 @@ same partition on ``Cluster(ranks_per_host=1, cores_per_rank=1, network=...)`` w
 latency link_probe measures across the bridge and the rate's bandwidth (the probe's for
 ``none``), and the work per byte exchanged between the hosts that the job measures at the
 rate (``exchange_byte_s``, in a phase before the rate's turns; where the rate is too slow
-for the measure, the job's calibration's, on the unshaped link). Results go to ``benchmarks/results/tune_validation_vcluster.json``::
+for the measure, the job's calibration's, on the unshaped link). Results go to
+``benchmarks/results/tune_validation_vcluster.json``::
 
     flock /tmp/gnnscale-bench.lock python benchmarks/tune_validation.py \
         --vcluster none 10gbit 1gbit 100mbit --datasets SNAP-ca-astroph rmat-18 \

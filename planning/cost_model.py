@@ -281,7 +281,8 @@ class CostModel:
             in halo exchanges (the network stack's and MPI's copying and progressing, which
             take the rank's cores whether or not the exchange is hidden behind compute), paid
             as the rank's own work. 0 unless measured: ``calibrate_in_job`` measures it where
-            the job spans hosts (``gnnscale.cli.calibrate.exchange_byte_work``).
+            the job spans hosts, ``python -m gnnscale.cli.calibrate --exchange-work FILE``
+            under an mpirun across hosts into a file (``exchange_byte_work``).
         bytes_per_value: bytes of a feature value on the wire (4: float32).
         cache_bytes: last-level cache of a host, shared by its ranks (0: no cache model, the
             cached constants for every size).

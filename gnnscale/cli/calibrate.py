@@ -18,6 +18,9 @@ this module (``python -m gnnscale.cli.calibrate --alltoallv``), alpha from the s
 (8 B), beta from the slope to the largest (4 MiB per peer); the same job then trains tiny steps
 on its 2 ranks for ``exchange_overhead_s``, the fixed cost of each exchange beyond the model's
 other terms (:func:`job_fixed_costs`, as :func:`calibrate_in_job` fits it in a running job).
+The work per byte a rank exchanges with other hosts (``exchange_byte_s``) needs ranks on two
+hosts: ``python -m gnnscale.cli.calibrate --exchange-work [CONSTANTS.json]`` under an mpirun
+across them measures it (:func:`exchange_byte_work`) into the file.
 """
 
 from __future__ import annotations
