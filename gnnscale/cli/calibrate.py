@@ -491,8 +491,8 @@ def calibrate_in_job(comm, threads: int, scale: float = 1.0, host_cores: int | N
     up after each wait on a loaded host is part of it. Where the job spans hosts,
     ``exchange_byte_s`` is the work an exchange between hosts takes from the ranks' cores per
     byte while it travels hidden behind an aggregation (:func:`exchange_byte_work`).
-    ``model``: the GNN whose tiny steps
-    give them (``gcn``, ``sage``, ``gat``, ...; each runs its own ops per layer).
+    ``model``: the GNN whose tiny steps give the fixed costs (``gcn``, ``sage``, ``gat``;
+    each runs its own ops per layer).
     """
     from planning.cost_model import CostModel
 
@@ -674,10 +674,10 @@ def _exchange_work_rank_main(constants: str | None = None) -> int:
     per_byte = exchange_byte_work(comm, hosts)
     if comm.rank == 0:
         if costs is not None:
+            from ..engine.checkpoint import write_atomic
+
             costs.exchange_byte_s = per_byte
-            staged = Path(constants).with_name(Path(constants).name + ".tmp")
-            costs.save(staged)
-            os.replace(staged, constants)
+            write_atomic(Path(constants), json.dumps(costs.to_dict(), indent=1).encode())
         print(json.dumps({"exchange_byte_s": per_byte, "hosts": len(set(hosts))}))
     return 0
 
