@@ -427,8 +427,6 @@ class MPICommunicator(GuardedCommunicator):
         send = send.contiguous()
         recv = torch.empty((sum(recv_counts), *send.shape[1:]), dtype=send.dtype)
         send_np, recv_np = _as_numpy(send).reshape(-1), _as_numpy(recv).reshape(-1)
-        if self._size > 1 and self._piece_bytes:
-            self._peers_elsewhere()  # its collectives on the first call, before any is posted
         # the signature check travels with the data: a halo exchange is posted at once, not
         # after every rank has reached it (a rank that arrives first computes what overlaps
         # the exchange instead of waiting for the last at its post)
