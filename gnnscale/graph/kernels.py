@@ -108,19 +108,6 @@ def _csr_spmm_small(indptr, indices, values, x, out, ahead):  # pragma: no cover
 ADD_ROWS_PER_TASK = 256  # rows per parallel task of the row-summing kernel (one scratch row)
 
 
-@njit(inline="always")
-def _sum_and_store(indptr, indices, values, x, out, acc, i, width, add, ahead,
-                   ahead_end):  # pragma: no cover - compiled
-    """Row ``i``'s sum into ``acc``, then stored into ``out[i]`` (``add``: added to it)."""
-    _sum_row(indptr, indices, values, x, acc, i, width, ahead, ahead_end)
-    if add:
-        for c in range(width):
-            store(out, (i, c), to_float(out[i, c]) + acc[c])
-    else:
-        for c in range(width):
-            store(out, (i, c), acc[c])
-
-
 @njit(parallel=True, fastmath=True, cache=True, nogil=True)
 def _csr_spmm_rows(indptr, indices, values, x, out, add, ahead):  # pragma: no cover - compiled
     """Each output row summed from zero in a scratch row of ``values``' dtype, then stored
@@ -138,46 +125,13 @@ def _csr_spmm_rows(indptr, indices, values, x, out, add, ahead):  # pragma: no c
         for i in range(task * ADD_ROWS_PER_TASK, min(rows, (task + 1) * ADD_ROWS_PER_TASK)):
             if add and indptr[i] == indptr[i + 1]:
                 continue
-            _sum_and_store(indptr, indices, values, x, out, acc, i, width, add, ahead, ahead_end)
-    return out
-
-
-#: rows of at most this many columns go to :func:`_csr_spmm_rows_small`
-SMALL_ROWS_WIDTH = 8
-
-
-@njit(parallel=True, fastmath=True, cache=True, nogil=True)
-def _csr_spmm_rows_small(indptr, indices, values, x, out, add,
-                         ahead):  # pragma: no cover - compiled
-    """:func:`_csr_spmm_rows` for rows of 1 to :data:`SMALL_ROWS_WIDTH` columns, each width a
-    compile-time trip count as in :func:`_csr_spmm_small`: the same sums in the same order,
-    21-34% less time per non-zero at 4 and 5 columns (with the width known only at run time
-    the sums and stores run scalar; wider rows gain nothing, and lose with the widths in one
-    kernel)."""
-    rows, width = out.shape
-    ahead_end = indices.shape[0] - ahead if ahead > 0 else 0
-    tasks = (rows + ADD_ROWS_PER_TASK - 1) // ADD_ROWS_PER_TASK
-    for task in prange(tasks):
-        acc = np.empty(SMALL_ROWS_WIDTH, dtype=values.dtype)
-        for i in range(task * ADD_ROWS_PER_TASK, min(rows, (task + 1) * ADD_ROWS_PER_TASK)):
-            if add and indptr[i] == indptr[i + 1]:
-                continue
-            if width == 1:
-                _sum_and_store(indptr, indices, values, x, out, acc, i, 1, add, ahead, ahead_end)
-            elif width == 2:
-                _sum_and_store(indptr, indices, values, x, out, acc, i, 2, add, ahead, ahead_end)
-            elif width == 3:
-                _sum_and_store(indptr, indices, values, x, out, acc, i, 3, add, ahead, ahead_end)
-            elif width == 4:
-                _sum_and_store(indptr, indices, values, x, out, acc, i, 4, add, ahead, ahead_end)
-            elif width == 5:
-                _sum_and_store(indptr, indices, values, x, out, acc, i, 5, add, ahead, ahead_end)
-            elif width == 6:
-                _sum_and_store(indptr, indices, values, x, out, acc, i, 6, add, ahead, ahead_end)
-            elif width == 7:
-                _sum_and_store(indptr, indices, values, x, out, acc, i, 7, add, ahead, ahead_end)
+            _sum_row(indptr, indices, values, x, acc, i, width, ahead, ahead_end)
+            if add:
+                for c in range(width):
+                    store(out, (i, c), to_float(out[i, c]) + acc[c])
             else:
-                _sum_and_store(indptr, indices, values, x, out, acc, i, 8, add, ahead, ahead_end)
+                for c in range(width):
+                    store(out, (i, c), acc[c])
     return out
 
 
@@ -215,11 +169,8 @@ def csr_spmm(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray, x: np.
     if x.dtype == np.uint16 or add_to is not None:
         add = add_to is not None
 
-        rows_kernel = (_csr_spmm_rows_small if 0 < x.shape[1] <= SMALL_ROWS_WIDTH
-                       else _csr_spmm_rows)
-
         def kernel(indptr, indices, values, x, out):
-            return rows_kernel(indptr, indices, values, x, out, add, prefetch_edges)
+            return _csr_spmm_rows(indptr, indices, values, x, out, add, prefetch_edges)
     else:
         width = x.shape[1]
         product = (_csr_spmm_narrow if width == NARROW_WIDTH else

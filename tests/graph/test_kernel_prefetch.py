@@ -115,37 +115,6 @@ def test_rows_under_the_narrow_width_take_the_small_kernel_with_the_same_sums(dt
     assert len(calls) == 2 * (kernels.NARROW_WIDTH - 1)  # 17 wide: the general kernel
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.uint16])
-def test_adding_rows_up_to_eight_wide_takes_the_small_rows_kernel_with_the_same_bits(
-        dtype, monkeypatch):
-    """Adding into rows 1 to 8 wide (and bf16 rows) runs a compile-time trip count per width:
-    bit for bit the general row-summing kernel's result, with and without prefetching;
-    wider rows keep the general kernel."""
-    matrix = _matrix(700, 600, 9000, seed=5)
-    matrix.sum_duplicates()
-    rng = np.random.default_rng(2)
-    values = matrix.data.astype(np.float64 if dtype == np.float64 else np.float32)
-    csr = (matrix.indptr.astype(np.int64), matrix.indices.astype(np.int32), values)
-    calls = []
-    real = kernels._csr_spmm_rows_small
-    monkeypatch.setattr(kernels, "_csr_spmm_rows_small",
-                        lambda *a: calls.append(a[3].shape[1]) or real(*a))
-
-    def draw(rows, width):
-        x = rng.standard_normal((rows, width)).astype(np.float32)
-        return as_bits(torch.from_numpy(x).bfloat16()) if dtype == np.uint16 else x.astype(dtype)
-
-    for width in range(1, kernels.SMALL_ROWS_WIDTH + 1):
-        x, base = draw(600, width), draw(700, width)
-        for ahead in (0, PREFETCH_EDGES):
-            small = kernels.csr_spmm(*csr, x, 700, 2, add_to=base.copy(), prefetch_edges=ahead)
-            general = kernels._csr_spmm_rows(*csr, x, base.copy(), True, ahead)
-            np.testing.assert_array_equal(small, general)
-    assert calls == [w for w in range(1, kernels.SMALL_ROWS_WIDTH + 1) for _ in range(2)]
-    kernels.csr_spmm(*csr, draw(600, 9), 700, 2, add_to=draw(700, 9))
-    assert len(calls) == 2 * kernels.SMALL_ROWS_WIDTH  # 9 wide: the general kernel
-
-
 @pytest.mark.parametrize("dtype", [np.float32, np.uint16])
 def test_adding_leaves_rows_without_non_zeros_untouched(dtype):
     """A boundary block has a row for every owned node: adding its product skips the rows
