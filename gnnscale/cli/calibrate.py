@@ -649,20 +649,23 @@ def _tiny_step_residual(comm, data, kind: str, spec, host, costs) -> tuple[float
 
 def _exchange_work_rank_main(constants: str | None = None) -> int:
     """Under an mpirun across hosts: :func:`exchange_byte_work` of this job; rank 0 prints
-    ``{"exchange_byte_s": ..., "hosts": ...}`` and, given a cost model file, writes the figure
-    into it (the file replaced whole). Ranks all on one host: one line, exit 2."""
+    ``{"exchange_byte_s": ..., "hosts": ...}`` and, given a cost model file (read and written
+    on rank 0's host only), writes the figure into it (the file replaced whole). A bad file,
+    or ranks all on one host: one line, exit 2 on every rank."""
     from partitioning.errors import PartitionError
     from planning.cost_model import CostModel
 
     from .. import comm as comm_module
 
     comm = comm_module.init("mpi")
-    hosts = comm.allgather_object(socket.gethostname())
-    problem = None
-    try:
-        costs = CostModel.load(constants) if constants else None
-    except PartitionError as exc:
-        problem = str(exc)
+    costs, problem = None, None
+    if comm.rank == 0 and constants:  # the file is rank 0's: other hosts need not see it
+        try:
+            costs = CostModel.load(constants)
+        except PartitionError as exc:
+            problem = str(exc)
+    gathered = comm.allgather_object((socket.gethostname(), problem))
+    hosts, problem = [host for host, _ in gathered], gathered[0][1]
     if problem is None and len(set(hosts)) < 2:
         problem = (f"every rank is on host {hosts[0]!r}; launch it across two hosts or more "
                    "(mpirun --hostfile ...)")
