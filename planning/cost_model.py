@@ -27,6 +27,11 @@ dominates narrow rows, and one per value)::
     F_p = dense + pack_p + max(g_agg Ein_p, X_p(w)) + g_agg Eb_p + elementwise
     B_p = dense_back + [pack_p + g_agg Eb_p + max(g_agg Ein_p, X_p(w))] + elementwise'
 
+Each product also costs ``g_row`` per output row (``gamma_row``, 0 where not calibrated):
+the rows it writes (the inner block's, forward its rows computed, backward the input's) or
+adds into (the boundary block's rows with a non-zero, at most ``Eb_p``; backward the halo's
+rows), so that a block of one or two non-zeros a row costs more per non-zero than one of ten.
+
 ``pack_p = g_gather out_p w`` gathers the ``out_p`` rows ``p`` sends before posting them
 (forward) and adds the gradients received for them into its rows (backward); a vertex cut packs
 twice per aggregation. The per-byte part of ``X_p``'s shared-memory term (``shm_beta b
@@ -45,7 +50,8 @@ terms, ``elementwise``, the loss); its local product reads every edge of the par
 GCN's self loops at the masters) into every local row, masters and mirrors (``N_p + halo_p``,
 ``halo_p`` its mirrors), in four blocks (the workload's ``vertex_cut_edges``: masters <-
 masters ``E_oo``, masters <- mirrors ``E_om``, mirrors <- masters ``E_mo``, mirrors <-
-mirrors ``E_mm``), each pair into one row summed inside the kernel. Forward, ``E_oo + E_mo``
+mirrors ``E_mm``), each pair into one row summed inside the kernel (per row: every local row
+written once forward and once backward, the adding blocks' rows at most one per non-zero). Forward, ``E_oo + E_mo``
 overlap the first exchange and ``E_om`` the second, ``E_mm`` between them overlaps nothing;
 backward, ``E_oo + E_om`` and ``E_mo``. Without the blocks in the workload, no product
 overlaps an exchange. Every layer and pass of a rank also costs
@@ -149,8 +155,10 @@ COMPUTE_KEYS = ("gamma_edge", "gamma_flop", "gamma_elem", "gamma_gather")
 # (``gamma_byte``: seconds per byte a dense transform streams from memory).
 MEMORY_KEYS = ("gamma_edge_mem", "gamma_elem_mem", "gamma_gather_mem", "gamma_byte")
 # Optional per thread count: the aggregation's cost per non-zero whatever the row's width
-# (reading its column index and value, finding the row), cached and beyond the cache; absent: 0
-EDGE_KEYS = ("gamma_nnz", "gamma_nnz_mem")
+# (reading its column index and value), and per output row it writes or adds into whatever its
+# non-zeros (finding the row, starting and storing its sum), cached and beyond the cache;
+# absent: 0
+EDGE_KEYS = ("gamma_nnz", "gamma_nnz_mem", "gamma_row", "gamma_row_mem")
 # Optional per thread count: the training loss (cross-entropy forward and backward) per training
 # row and per logit, and the evaluation's metrics per row and per logit; absent: 10
 # elementwise ops per logit for each
@@ -327,9 +335,10 @@ class CostModel:
             base = max(below) if below else min(self.compute)
             factor = base / threads
         given = self.compute[base]
-        values = {"gamma_byte": 0.0, "gamma_nnz": 0.0,
+        values = {"gamma_byte": 0.0, "gamma_nnz": 0.0, "gamma_row": 0.0,
                   **{f"{k}_mem": given[k] for k in ("gamma_edge", "gamma_elem", "gamma_gather")},
-                  "gamma_nnz_mem": given.get("gamma_nnz", 0.0), **given}
+                  "gamma_nnz_mem": given.get("gamma_nnz", 0.0),
+                  "gamma_row_mem": given.get("gamma_row", 0.0), **given}
         return {k: v * factor for k, v in values.items()}
 
     def to_dict(self) -> dict:
@@ -538,6 +547,14 @@ def _per_edge(k: dict, w: dict, width: float, rows_read, cache: float):
     return hit * cached + (1.0 - hit) * beyond
 
 
+def _per_row(k: dict, width: float, rows, cache: float):
+    """Seconds of an aggregation's output ``rows`` (``width`` values each; written fresh, or
+    added into): ``g_row`` between its cached and beyond-the-cache constants by the output's
+    size."""
+    rows = np.asarray(rows, dtype=np.float64)
+    return _rate(k, "gamma_row", 4.0 * width * rows, cache) * rows
+
+
 def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
                  training: bool, cache: float) -> tuple[_Pass, _Pass]:
     """(forward, backward) passes of one layer; ``cache``: each rank's share of its host's
@@ -589,8 +606,13 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
     root_select = _root_select(k, w, spec, training, out_rows, in_rows, a, cache)
     self_loops = agg_rows if spec.name == "gcn" else 0
     per_edge = _per_edge(k, w, width, n + halo, cache)
-    inner = per_edge * (ein + self_loops)
-    bnd = per_edge * eb
+    # each product's output rows: the inner block's rows fresh; the boundary block adds into
+    # its rows with a non-zero (at most one per edge); backward, the transposed products
+    # write the input's rows and the halo's
+    inner = per_edge * (ein + self_loops) + _per_row(k, width, agg_rows, cache)
+    bnd = per_edge * eb + _per_row(k, width, np.minimum(agg_rows, eb), cache)
+    inner_back = inner - _per_row(k, width, agg_rows, cache) + _per_row(k, width, in_rows, cache)
+    bnd_back = per_edge * eb + _per_row(k, width, np.minimum(halo, eb), cache)
     pack, cp, x = _sending(k, xchg, n, width, cache)
     none = 0.0 * n
     pre, post = (dense, none) if transform_first else (none, dense)
@@ -599,12 +621,18 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
         # (a local row's products from masters' and from mirrors' rows are summed inside the
         # kernel, gnnscale/graph/vertex_cut.py: no elementwise pass of their own)
         oo, om, mo, mm = _vertex_cut_blocks(w, ein, self_loops, per_edge)
-        fwd = _Pass([(pre + pack + cp, oo + mo, x), (mm + cp, om, x)],
+        # output rows: forward, oo and mo write the masters' and the mirrors' rows, om and mm
+        # add into those they reach; backward (transposed), oo and om write them, mo and mm
+        # add into them
+        fresh = _per_row(k, width, n, cache) + _per_row(k, width, halo, cache)
+        om_adds, mo_adds, mm_adds = (_per_row(k, width, r, cache)
+                                     for r in _vertex_cut_adds(w, n, halo))
+        fwd = _Pass([(pre + pack + cp, oo + mo + fresh, x), (mm + mm_adds + cp, om + om_adds, x)],
                     pack + post + elementwise)
-        back = [(pack + cp, oo + om, x), (mm + cp, mo, x)]
+        back = [(pack + cp, oo + om + fresh, x), (mm + mm_adds + cp, mo + mo_adds, x)]
     else:
         fwd = _Pass([(pre + pack + cp, inner, x)], bnd + post + elementwise)
-        back = [(bnd + cp, inner, x)]
+        back = [(bnd_back + cp, inner_back, x)]
     needs_agg_grad = not first or transform_first
     # the root rows' gradient added into the input's (index_add) where the input needs one
     dense_back = dense_back + (none if first else root_select)
@@ -627,6 +655,19 @@ def _vertex_cut_blocks(w: dict, edges, self_loops, per_edge) -> list:
         return [0.0 * edges, 0.0 * edges, 0.0 * edges, per_edge * (edges + self_loops)]
     oo, om, mo, mm = np.asarray(blocks, dtype=np.float64)
     return [per_edge * (oo + self_loops), per_edge * om, per_edge * mo, per_edge * mm]
+
+
+def _vertex_cut_adds(w: dict, masters, mirrors) -> tuple:
+    """Rows per rank that a vertex cut's adding products reach: masters <- mirrors (forward)
+    and mirrors <- masters transposed (backward) add into masters' rows, mirrors <- mirrors
+    into mirrors' rows, each at most one row per non-zero of its block (without
+    ``vertex_cut_edges``: none but the last, which reaches every mirror)."""
+    masters, mirrors = (np.asarray(v, dtype=np.float64) for v in (masters, mirrors))
+    blocks = w.get("vertex_cut_edges")
+    if blocks is None:
+        return 0.0 * masters, 0.0 * masters, mirrors
+    _, om, mo, mm = np.asarray(blocks, dtype=np.float64)
+    return np.minimum(masters, om), np.minimum(masters, mo), np.minimum(mirrors, mm)
 
 
 def _root_select(k: dict, w: dict, spec: ModelSpec, training: bool, out_rows, in_rows,

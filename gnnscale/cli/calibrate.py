@@ -1,8 +1,9 @@
 """Measure the time model's constants on this host (``gnnscale tune --calibrate``).
 
 Compute constants per thread count (1, 2, 4, ... up to the cores of this host): the CSR
-aggregation kernel the engine uses (``gamma_nnz`` per edge and ``gamma_edge`` per edge x
-feature, fitted over rows of several widths: narrow rows cost mostly per edge), dense GEMMs
+aggregation kernel the engine uses (``gamma_nnz`` per edge, ``gamma_edge`` per edge x
+feature and ``gamma_row`` per output row, fitted over rows of several widths and degrees: narrow
+rows cost mostly per edge, sparse rows per row), dense GEMMs
 (``gamma_flop``), an elementwise op (``gamma_elem``) and a row gather + scatter-add
 (``gamma_gather``, GAT's per-edge work), each on data that stays in the cache and again on
 data four times the last-level cache, within bounds (:func:`beyond_cache_working_set`)
@@ -137,6 +138,24 @@ def per_edge_and_value(nnz, widths, seconds) -> tuple[float, float]:
     return 0.0, _through_origin(nnz * widths, seconds)
 
 
+def per_edge_value_and_row(nnz, widths, rows, seconds) -> tuple[float, float, float]:
+    """``(per non-zero, per non-zero and value, per output row)`` of aggregations of ``nnz``
+    non-zeros over rows ``widths`` wide into ``rows`` output rows that took ``seconds``:
+    ``t = nnz (a + b w) + rows r``, fitted as :func:`per_edge_and_value`. The rows tell apart
+    only where the non-zeros per row differ (a block of one or two per row, as a vertex cut's
+    mirrors have, against ten or twenty); where they do not, or the fit finds a negative
+    term, :func:`per_edge_and_value`'s two terms and no cost per row."""
+    nnz, widths, rows, seconds = (np.asarray(v, dtype=np.float64)
+                                  for v in (nnz, widths, rows, seconds))
+    if np.unique(widths).size >= 2 and np.unique(nnz / rows).size >= 2:
+        design = np.stack([nnz, nnz * widths, rows], axis=1) / seconds[:, None]
+        (per_nnz, per_value, per_row), *_ = np.linalg.lstsq(design, np.ones_like(seconds),
+                                                            rcond=None)
+        if per_nnz >= 0 and per_value > 0 and per_row >= 0:
+            return float(per_nnz), float(per_value), float(per_row)
+    return (*per_edge_and_value(nnz, widths, seconds), 0.0)
+
+
 def _through_origin(work, seconds) -> float:
     work, seconds = np.asarray(work, float), np.asarray(seconds, float)
     return float(max(0.0, (work @ seconds) / (work @ work)))
@@ -260,13 +279,15 @@ def _constants_at(size, cached: bool, working_set: int = 0) -> dict:
     rng = np.random.default_rng(0)
     suffix = "" if cached else "_mem"
     if cached:
-        # rows 16, 64 and 128 wide, each at most 2.5 MB of rows: in a core's own cache
+        # rows 16, 64 and 128 wide, each at most 2.5 MB of rows: in a core's own cache; the
+        # first again with 2 non-zeros a row, for the cost per output row
         aggregations = [(size(n), deg, w) for n, deg, w in
-                        ((40000, 10, 16), (10000, 20, 64), (5000, 10, 128))]
+                        ((40000, 10, 16), (10000, 20, 64), (5000, 10, 128), (40000, 2, 16))]
         elements = [max(1 << 14, size(n)) for n in (1 << 18, 1 << 20, 1 << 22)]
         gathered = [(size(rows), w) for rows, w in ((20000, 16), (100000, 64))]
     else:  # every gathered row, array or table beyond the cache
-        aggregations = [(working_set // (4 * w), 8, w) for w in (32, 64)]
+        aggregations = [(working_set // (4 * w), deg, w)
+                        for w, deg in ((32, 8), (64, 8), (32, 2))]
         elements = [working_set // 4]
         gathered = [(working_set // (4 * 64), 64)]  # one gathered row per table row
     agg_widths = [w for _, _, w in aggregations]
@@ -284,7 +305,8 @@ def _constants_at(size, cached: bool, working_set: int = 0) -> dict:
             agg_nnz.append(block.nnz)
             agg_s.append(_median_time(lambda: block.matmul(x), what=f"aggregation{suffix}"))
             del block, x
-    per_nnz, per_value = per_edge_and_value(agg_nnz, agg_widths, agg_s)
+    per_nnz, per_value, per_row = per_edge_value_and_row(
+        agg_nnz, agg_widths, [n for n, _, _ in aggregations], agg_s)
     elems, elem_s = [], []
     for n in elements:
         x, out = _values(n), torch.empty(n)
@@ -300,6 +322,7 @@ def _constants_at(size, cached: bool, working_set: int = 0) -> dict:
         gather_s.append(_median_time(lambda: out.index_add_(0, index, src.index_select(0, index)),
                                     what=f"gather{suffix}"))
     constants = {f"gamma_edge{suffix}": per_value, f"gamma_nnz{suffix}": per_nnz,
+                 f"gamma_row{suffix}": per_row,
                  f"gamma_elem{suffix}": _through_origin(elems, elem_s),
                  f"gamma_gather{suffix}": _through_origin(gathers, gather_s)}
     if cached:

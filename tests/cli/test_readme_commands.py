@@ -102,13 +102,15 @@ def assert_calibrated_then_reused(repo, printed: dict) -> None:
     saved = json.loads((repo / "tune-fb-cost-model.json").read_text())
     assert saved == json.loads((repo / "tune-fb.json").read_text())["cost_model"]
     for values in saved["compute"].values():
-        # the cost per edge, and the outputs' per row, may be 0 (all per value) where the host
-        # was too noisy to tell them apart; a row of the loss or the metrics costs some 100 ns
-        # on an idle host, and several times that on one as loaded as the test suite leaves it
+        # the aggregation's cost per edge and per output row, and the outputs' per row, may be
+        # 0 (all per value) where the host was too noisy to tell them apart; a row of the loss
+        # or the metrics costs some 100 ns on an idle host, and several times that on one as
+        # loaded as the test suite leaves it
         rows = ("gamma_loss_row", "gamma_eval_row")
-        either = ("gamma_nnz", *rows)
+        either = ("gamma_nnz", "gamma_row", *rows)
         assert all(0 < values[k] < 1e-6 for k in values if not k.startswith(either)), values
-        assert all(0 <= values[k] < 1e-6 for k in values if k.startswith("gamma_nnz")), values
+        assert all(0 <= values[k] < 1e-6 for k in values
+                   if k.startswith(("gamma_nnz", "gamma_row"))), values
         assert all(0 <= values[k] < 1e-4 for k in rows), {k: values[k] for k in rows}
     assert 0 < saved["shm_alpha"] < 1e-2 and saved["shm_beta"] < 1e-7, saved
     assert 0 <= saved["exchange_overhead_s"] < 0.1, saved

@@ -219,6 +219,7 @@ def test_cost_model_file_round_trip_and_refusals(tmp_path):
     halved = costs.constants_for(2)
     assert halved == {**{k: v / 2 for k, v in costs.compute[1].items()}, "gamma_byte": 0.0,
                       "gamma_nnz": 0.0, "gamma_nnz_mem": 0.0,  # files without the per-edge term
+                      "gamma_row": 0.0, "gamma_row_mem": 0.0,  # nor the per-row one
                       **{f"{k}_mem": costs.compute[1][k] / 2
                          for k in ("gamma_edge", "gamma_elem", "gamma_gather")}}
     values = costs.to_dict()
