@@ -115,6 +115,14 @@ def world_failure_board() -> FailureBoard:
 MISMATCH_GRACE_S = 1.0
 
 
+def _settles(check) -> bool:
+    """Whether a signature ``check`` has completed, whether or not it found a mismatch."""
+    try:
+        return check()
+    except CollectiveMismatchError:
+        return True
+
+
 def _completes_within(test, seconds: float) -> bool:
     """Whether ``test()`` turns true within ``seconds`` (polled every 1 ms)."""
     deadline = time.monotonic() + seconds
@@ -204,6 +212,48 @@ class MPICommunicator(GuardedCommunicator):
         what = self._label(sig)
         self._finish_signature(pending, what, started)
         return what, started
+
+    def _checked_while_travelling(self, sig: CallSignature):
+        """Post the signature check without waiting for it: ``(label, start time, check)``,
+        ``check()`` true once every rank's signature has arrived and agrees (it raises the
+        mismatch otherwise). For a collective whose data may be posted before the check
+        completes: every rank posts the same check in program order, so it completes (or
+        times out) whatever the data does, and a rank tests the check before the data."""
+        started = time.monotonic()
+        pending = self._post_signature(sig)
+        what = self._label(sig)
+        if pending is None:
+            return what, started, lambda: True
+        request, rows, _vec = pending
+        state = {"verified": False}
+
+        def check() -> bool:
+            if not state["verified"]:
+                if not request.Test():
+                    return False
+                self.guard.verify(rows, what)
+                state["verified"] = True
+            return True
+
+        return what, started, check
+
+    def _checked_work(self, check, test, what, started: float, finish) -> Work:
+        """A :class:`Work` of data ``test`` under the signature ``check`` of
+        :meth:`_checked_while_travelling`: it completes when both have, and a rank told of a
+        peer's failure first gives its own check the grace to report a mismatch itself."""
+        def done() -> bool:
+            return check() and test()
+
+        def complete():
+            try:
+                self.guard.wait(done, what, started)
+            except PeerFailedError:
+                if _completes_within(lambda: _settles(check), MISMATCH_GRACE_S):
+                    check()
+                raise
+            return finish()
+
+        return Work(complete, test_fn=done)
 
     def _wait_request(self, request, what, started, finish=None) -> Work:
         return self._guarded_work(request.Test, what, started, finish)  # Test drives MPI
@@ -377,21 +427,34 @@ class MPICommunicator(GuardedCommunicator):
         send = send.contiguous()
         recv = torch.empty((sum(recv_counts), *send.shape[1:]), dtype=send.dtype)
         send_np, recv_np = _as_numpy(send).reshape(-1), _as_numpy(recv).reshape(-1)
-        what, started = self._begin(CallSignature("alltoallv", None, send.dtype,
-                                                  tuple(send.shape), -1, tuple(send_counts),
-                                                  tuple(recv_counts)))
+        if self._size > 1 and self._piece_bytes:
+            self._peers_elsewhere()  # its collectives on the first call, before any is posted
+        # the signature check travels with the data: a halo exchange is posted at once, not
+        # after every rank has reached it (a rank that arrives first computes what overlaps
+        # the exchange instead of waiting for the last at its post)
+        what, started, check = self._checked_while_travelling(CallSignature(
+            "alltoallv", None, send.dtype, tuple(send.shape), -1, tuple(send_counts),
+            tuple(recv_counts)))
         row = int(np.prod(send.shape[1:], dtype=np.int64))
         s_counts = np.asarray(send_counts, dtype=np.int64) * row
         r_counts = np.asarray(recv_counts, dtype=np.int64) * row
         s_displs = np.concatenate(([0], np.cumsum(s_counts)[:-1]))
         r_displs = np.concatenate(([0], np.cumsum(r_counts)[:-1]))
-        pieces = self._eager_pieces(send_np, recv_np, s_counts, s_displs, r_counts, r_displs)
-        requests = [self.mpi_comm.Ialltoallv([send_np, (s_counts, s_displs)],
-                                             [recv_np, (r_counts, r_displs)])] + pieces
+        try:
+            pieces = self._eager_pieces(send_np, recv_np, s_counts, s_displs, r_counts,
+                                        r_displs)
+            requests = [self.mpi_comm.Ialltoallv([send_np, (s_counts, s_displs)],
+                                                 [recv_np, (r_counts, r_displs)])] + pieces
+        except self._MPI.Exception:
+            # counts that disagree can fail the post itself (a truncated message to this
+            # rank): the signature check names the disagreement
+            self.guard.wait(lambda: _settles(check), what, started)
+            check()
+            raise
         keep_alive = (send, send_np)  # MPI reads the send buffer until the wait
         test = requests[0].Test if len(requests) == 1 else \
             (lambda: self._MPI.Request.Testall(requests))
-        return self._guarded_work(test, what, started, lambda: (keep_alive, recv)[1])
+        return self._checked_work(check, test, what, started, lambda: (keep_alive, recv)[1])
 
     def _eager_pieces(self, send_np, recv_np, s_counts, s_displs, r_counts, r_displs) -> list:
         """Post the messages to and from other hosts that go as pieces under the TCP eager

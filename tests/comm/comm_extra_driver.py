@@ -84,3 +84,27 @@ def check_extra_paths(comm, node_size: int) -> None:
         torch.testing.assert_close(floats, flat_floats, rtol=1e-6, atol=1e-6)
         assert torch.equal(comm.allgather(floats)[0], floats)  # identical on every rank
     hier.barrier()
+    check_exchange_posted_before_the_others_arrive(comm)
+
+
+def check_exchange_posted_before_the_others_arrive(comm) -> None:
+    """Checked mode compares an alltoallv's signature while its data travels: rank 0's post
+    returns before any other rank has reached the exchange (the others wait for a word rank 0
+    sends after its post; a post waiting for their signatures would never end), and every
+    rank gets the rows."""
+    side = getattr(comm, "mpi_comm", None)
+    if side is None or not comm.guard.check:
+        return
+    side = side.Dup()
+    rank, size = comm.rank, comm.size
+    rows = torch.full((size, 2), float(rank))
+    if rank == 0:
+        work = comm.alltoallv_async(rows, [1] * size, [1] * size)
+        for peer in range(1, size):
+            side.send("posted", dest=peer, tag=7)
+        got = work.wait()
+    else:
+        assert side.recv(source=0, tag=7) == "posted"
+        got = comm.alltoallv(rows, [1] * size, [1] * size)
+    assert torch.equal(got, torch.arange(size, dtype=torch.float32)[:, None].expand(size, 2))
+    side.Free()
