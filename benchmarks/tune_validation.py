@@ -40,8 +40,8 @@ per epoch (``ip -s link`` deltas) and rank 0's halo bytes per step (gnnscale's c
 exposed halo wait and so the fraction of the exchange hidden (``1 - wait / wire time``, the
 wire time being the halo bytes over the rate plus a latency per exchange). Predicted: the
 same partition on ``Cluster(ranks_per_host=1, cores_per_rank=1, network=...)`` with the
-latency link_probe measures across the bridge and the rate's bandwidth (the probe's for
-``none``), and the work per byte exchanged between the hosts that the job measures at the
+latency link_probe measures across the bridge and the TCP payload the rate carries (1448 of
+every 1514 bytes ``tbf`` counts; the probe's throughput for ``none``), and the work per byte exchanged between the hosts that the job measures at the
 rate (``exchange_byte_s``, in a phase before the rate's turns; where the rate is too slow
 for the measure, the job's calibration's, on the unshaped link). Results go to
 ``benchmarks/results/tune_validation_vcluster.json``::
@@ -355,10 +355,21 @@ def run_cell(dataset: str, method: str, ranks: int, args, run: int = 0) -> list[
 VCLUSTER_OUT = "benchmarks/results/tune_validation_vcluster.json"
 
 
+def model_bandwidth(link: dict) -> float:
+    """Bytes/s of payload the model is given for a ``vc:RATE`` link: the probe's throughput
+    unshaped, else the shaping rate's share that carries TCP payload
+    (:func:`gnnscale.testing.cluster.tcp_payload_share`: ``tbf`` counts the headers too)."""
+    from gnnscale.testing.cluster import parse_rate, tcp_payload_share
+
+    if link["rate"] == "none":
+        return link["probe_Bps"]
+    return parse_rate(link["rate"]) / 8 * tcp_payload_share()
+
+
 def probe_links(cluster, rates: list) -> dict:
     """``vc:RATE`` -> the link the model is given: latency from link_probe's ping-pong across
-    the bridge (unshaped), bandwidth from the shaping (the probe's own for ``none``), and the
-    probe's throughput at that rate (``probe_Bps``)."""
+    the bridge (unshaped), bandwidth from the shaping (:func:`model_bandwidth`; the probe's
+    own for ``none``), and the probe's throughput at that rate (``probe_Bps``)."""
     from gnnscale.testing.cluster import parse_rate
     from gnnscale.testing.link_probe import measure
 
@@ -372,10 +383,9 @@ def probe_links(cluster, rates: list) -> dict:
             cluster.set_rate(host.name, bits)
         probed = base if bits is None else measure(
             cluster, pings=50, megabytes=max(4.0, min(256.0, bits / 8 / 2**20 * 2)))
-        links[f"vc:{rate}"] = {"latency_s": base["latency_s"],
-                               "bandwidth_Bps": base["bandwidth_Bps"] if bits is None
-                               else bits / 8, "probe_Bps": probed["bandwidth_Bps"],
-                               "probe_latency_s": probed["latency_s"], "rate": rate}
+        link = {"latency_s": base["latency_s"], "probe_Bps": probed["bandwidth_Bps"],
+                "probe_latency_s": probed["latency_s"], "rate": rate}
+        links[f"vc:{rate}"] = {**link, "bandwidth_Bps": model_bandwidth(link)}
     for host in cluster.hosts:
         cluster.set_rate(host.name, None)
     return links
@@ -538,6 +548,8 @@ def repredict(path: Path, args) -> None:
     if result.get("cost_model") and not args.cost_model:
         args.cost_model = result["cost_model"]
     for cell in result["cells"]:
+        if "link" in cell:
+            cell["link"]["bandwidth_Bps"] = model_bandwidth(cell["link"])
         fresh = predict_stored(cell, args, cell["in_job_cost_model"])
         if "link" in cell:
             fresh["predicted_hidden"] = predicted_hidden(fresh)

@@ -2,6 +2,7 @@
 teardown (normal exit, Ctrl-C, a killed owner), and bad input refused in one line with nothing
 left behind."""
 
+import json
 import os
 import signal
 import subprocess
@@ -248,3 +249,18 @@ def test_a_shaped_link_passes_no_message_much_faster_than_its_rate(cluster):
     shown = subprocess.run(["ip", "-d", "-n", cluster.hosts[0].netns, "link", "show", "eth0"],
                            capture_output=True, text=True).stdout
     assert "gso_max_size 65536" in shown, shown  # unshaped again: the veth's own packets
+
+
+def test_a_shaped_links_tcp_payload_share_is_what_the_probe_measured():
+    from pathlib import Path
+
+    from gnnscale.testing.cluster import tcp_payload_share
+
+    assert tcp_payload_share() == pytest.approx(1448 / 1514)
+    repo = Path(__file__).resolve().parents[2]
+    links = json.loads((repo / "benchmarks" / "results" / "vcluster_links.json").read_text())
+    for link in links["links"]:
+        # (at 10 Mbit/s the probe's 2 MB pass 32 KiB in the token bucket's burst: 1.6% faster)
+        if link["rate"] in ("1gbit", "100mbit"):
+            nominal = parse_rate(link["rate"]) / 1e9
+            assert link["gbit_per_s"] / nominal == pytest.approx(tcp_payload_share(), rel=0.01)
