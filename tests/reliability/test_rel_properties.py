@@ -151,7 +151,11 @@ def check_case(data, node_parts, num_parts, model_name):
         copies = np.array([sum(int(node in set(h)) for h in halo_ids) for node in mine])
         assert np.array_equal(grad, copies)
     for losses, state, *_ in results:
-        np.testing.assert_allclose(losses, ref_losses, rtol=1e-5, atol=1e-6)
+        # the first loss comes from the same weights; the later ones at the suite's 5e-5, as
+        # Adam's steps amplify roundoff (below): a GAT on 15 nodes in parts of 14 and 1 ends its
+        # third epoch 1.7e-5 apart
+        np.testing.assert_allclose(losses[:1], ref_losses[:1], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(losses, ref_losses, rtol=5e-5, atol=1e-6)
         # gradients, not weights after Adam: Adam divides by sqrt(v), so a gradient that is 0
         # on one process and 1e-11 (roundoff) on several (GAT's last att_dst, which softmax
         # ignores) moves that weight by a whole lr step one way and not the other
