@@ -1,11 +1,12 @@
 """What a sparse product costs per output row beside its cost per non-zero.
 
-The time model charges the aggregation per non-zero (``g_nnz + g_edge w``) and per output
-row (``g_row``: the row's bounds read, its accumulator zeroed and stored), which a product over
-few non-zeros per row (a vertex cut's master <- mirror block, a boundary block) pays on every
-row; ``gnnscale tune --calibrate`` fits both on rows of 2 to 20 non-zeros. This times ``SparseBlock.matmul`` at a fixed number of non-zeros spread
-over rows of 1 to 32 non-zeros (uniformly random columns among rows that stay in the cache,
-one thread, median of 15 calls, the degrees taking turns) and fits ``t = rows x per_row + nnz x per_nnz``::
+The time model charges the aggregation per non-zero (``g_nnz + g_edge w``) and per output row
+(``g_row``: the row's bounds read, its accumulator zeroed and stored), which a product over few
+non-zeros per row (a vertex cut's master <- mirror block, a boundary block) pays on every row;
+``gnnscale tune --calibrate`` fits both on rows of 2 to 20 non-zeros. This times
+``SparseBlock.matmul`` at a fixed number of non-zeros spread over rows of 1 to 32 non-zeros
+(uniformly random columns among rows that stay in the cache, one thread, median of 15 calls, the
+degrees taking turns) and fits ``t = rows x per_row + nnz x per_nnz``::
 
     flock /tmp/gnnscale-bench.lock python benchmarks/spmm_row_cost.py
 

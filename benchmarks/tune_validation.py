@@ -41,10 +41,10 @@ exposed halo wait and so the fraction of the exchange hidden (``1 - wait / wire 
 wire time being the halo bytes over the rate plus a latency per exchange). Predicted: the
 same partition on ``Cluster(ranks_per_host=1, cores_per_rank=1, network=...)`` with the
 latency link_probe measures across the bridge and the TCP payload the rate carries (1448 of
-every 1514 bytes ``tbf`` counts; the probe's throughput for ``none``), and the work per byte exchanged between the hosts that the job measures at the
-rate (``exchange_byte_s``, in a phase before the rate's turns; where the rate is too slow
-for the measure, the job's calibration's, on the unshaped link). Results go to
-``benchmarks/results/tune_validation_vcluster.json``::
+every 1514 bytes ``tbf`` counts; the probe's throughput for ``none``), and the work per byte
+exchanged between the hosts that the job measures at the rate (``exchange_byte_s``, in a phase
+before the rate's turns; where the rate is too slow for the measure, the job's calibration's, on
+the unshaped link). Results go to ``benchmarks/results/tune_validation_vcluster.json``::
 
     flock /tmp/gnnscale-bench.lock python benchmarks/tune_validation.py \
         --vcluster none 10gbit 1gbit 100mbit --datasets SNAP-ca-astroph rmat-18 \

@@ -51,10 +51,10 @@ GCN's self loops at the masters) into every local row, masters and mirrors (``N_
 ``halo_p`` its mirrors), in four blocks (the workload's ``vertex_cut_edges``: masters <-
 masters ``E_oo``, masters <- mirrors ``E_om``, mirrors <- masters ``E_mo``, mirrors <-
 mirrors ``E_mm``), each pair into one row summed inside the kernel (per row: every local row
-written once forward and once backward, the adding blocks' rows at most one per non-zero). Forward, ``E_oo + E_mo``
-overlap the first exchange and ``E_om`` the second, ``E_mm`` between them overlaps nothing;
-backward, ``E_oo + E_om`` and ``E_mo``. Without the blocks in the workload, no product
-overlaps an exchange. Every layer and pass of a rank also costs
+written once forward and once backward, the adding blocks' rows at most one per non-zero).
+Forward, ``E_oo + E_mo`` overlap the first exchange and ``E_om`` the second, ``E_mm`` between
+them overlaps nothing; backward, ``E_oo + E_om`` and ``E_mo``. Without the blocks in the
+workload, no product overlaps an exchange. Every layer and pass of a rank also costs
 ``layer_overhead_s`` (Python and autograd), and every exchange ``exchange_overhead_s`` more
 time to travel (posting, progressing and completing it: fixed, whatever its size), as does
 every allreduce (the step's gradient buckets, the evaluation's metrics); every byte a rank
@@ -609,10 +609,11 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
     # each product's output rows: the inner block's rows fresh; the boundary block adds into
     # its rows with a non-zero (at most one per edge); backward, the transposed products
     # write the input's rows and the halo's
-    inner = per_edge * (ein + self_loops) + _per_row(k, width, agg_rows, cache)
-    bnd = per_edge * eb + _per_row(k, width, np.minimum(agg_rows, eb), cache)
-    inner_back = inner - _per_row(k, width, agg_rows, cache) + _per_row(k, width, in_rows, cache)
-    bnd_back = per_edge * eb + _per_row(k, width, np.minimum(halo, eb), cache)
+    inner_edges, bnd_edges = per_edge * (ein + self_loops), per_edge * eb
+    inner = inner_edges + _per_row(k, width, agg_rows, cache)
+    bnd = bnd_edges + _per_row(k, width, np.minimum(agg_rows, eb), cache)
+    inner_back = inner_edges + _per_row(k, width, in_rows, cache)
+    bnd_back = bnd_edges + _per_row(k, width, np.minimum(halo, eb), cache)
     pack, cp, x = _sending(k, xchg, n, width, cache)
     none = 0.0 * n
     pre, post = (dense, none) if transform_first else (none, dense)

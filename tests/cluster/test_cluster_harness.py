@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -252,8 +253,6 @@ def test_a_shaped_link_passes_no_message_much_faster_than_its_rate(cluster):
 
 
 def test_a_shaped_links_tcp_payload_share_is_what_the_probe_measured():
-    from pathlib import Path
-
     from gnnscale.testing.cluster import tcp_payload_share
 
     assert tcp_payload_share() == pytest.approx(1448 / 1514)
