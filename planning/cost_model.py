@@ -55,10 +55,11 @@ written once forward and once backward, the adding blocks' rows at most one per 
 Forward, ``E_oo + E_mo`` overlap the first exchange and ``E_om`` the second, ``E_mm`` between
 them overlaps nothing; backward, ``E_oo + E_om`` and ``E_mo``. Without the blocks in the
 workload, no product overlaps an exchange. Every layer and pass of a rank also costs
-``layer_overhead_s`` (Python and autograd), and every exchange ``exchange_overhead_s`` more
-time to travel (posting, progressing and completing it: fixed, whatever its size), as does
-every allreduce (the step's gradient buckets, the evaluation's metrics); every byte a rank
-sends to or receives from another host costs it ``exchange_byte_s`` of its own work.
+``layer_overhead_s`` (Python and autograd), and every exchange ``exchange_overhead_s`` of
+the rank's own work at its post (posting and completing it: fixed, whatever its size; the
+rank's thread does it, so compute does not hide it: ``benchmarks/exchange_post.py``), as
+does every allreduce (the step's gradient buckets, the evaluation's metrics); every byte a
+rank sends to or receives from another host costs it ``exchange_byte_s`` of its own work.
 
 **Caches.** A rank's share of its host's last-level cache is ``C = cache_bytes / ranks on the
 host``. Each op's constant moves from the one calibrated on cached data to the one calibrated
@@ -279,8 +280,9 @@ class CostModel:
         layer_overhead_s: fixed cost per layer and pass (Python, autograd, allocation).
         exchange_overhead_s: fixed cost of each halo exchange a rank takes part in beyond the
             network's latency (posting, progressing and completing the alltoallv, and the
-            ranks being scheduled again for it), paid as time the exchange travels. 0 unless
-            measured: :func:`gnnscale.cli.calibrate.calibrate_in_job` fits it and
+            ranks being scheduled again for it), paid as the rank's own work at the post,
+            which compute does not hide. 0 unless measured:
+            :func:`gnnscale.cli.calibrate.calibrate_in_job` fits it and
             ``layer_overhead_s`` from two tiny steps of the job (an edge cut, one exchange
             per aggregation, and a vertex cut, two); what it comes to across hosts is in
             docs/planning.md, "Checked on shaped links" (benchmarks/tune_validation.py
@@ -521,13 +523,14 @@ def _sending(k: dict, xchg: _Exchange, n, width: float, cache: float) -> tuple:
     """(pack, copy, travel) per rank of one exchange of ``width``-wide rows: gathering the rows
     a rank sends from its owned rows (index_select; backward adds the gradients received for
     them, index_add), the per-byte copying of the shared-memory exchange, the work per byte
-    sent and received (``exchange_byte_s``) and the halo dtype's encoding and decoding (work,
-    not waiting), and the rest of the exchange's time."""
+    sent and received (``exchange_byte_s``), the halo dtype's encoding and decoding and the
+    exchange's fixed cost (``exchange_overhead_s``: work, not waiting), and the rest of the
+    exchange's time."""
     pack = _rate(k, "gamma_gather", 4.0 * width * n, cache) * xchg.out_all * width
     cp = xchg.copy(width)
     fixed = xchg.model.exchange_overhead_s if xchg.p > 1 and xchg.fraction else 0.0
-    work = cp + xchg.byte_work(width) + xchg.coding(k, width, cache)
-    return pack, work, np.maximum(0.0, xchg(width) - cp) + fixed
+    work = cp + xchg.byte_work(width) + xchg.coding(k, width, cache) + fixed
+    return pack, work, np.maximum(0.0, xchg(width) - cp)
 
 
 def _per_edge(k: dict, w: dict, width: float, rows_read, cache: float):

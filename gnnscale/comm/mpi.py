@@ -36,9 +36,9 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from .base import (Work, check_alltoallv, check_op, check_root, numpy_reducer,
-                   reduce_stack)
-from .eager_pieces import check_piece_bytes, in_pieces, piece_bounds, piece_bytes_from_env
+from .alltoallv_layout import Layouts
+from .base import Work, check_op, check_root, numpy_reducer, reduce_stack
+from .eager_pieces import check_piece_bytes, piece_bytes_from_env
 from .guard import (CallSignature, CollectiveMismatchError, FailureBoard, Guard,
                     MPIFailureBoard, PeerFailedError, exchange_length, fused_payload_bytes,
                     signature_length)
@@ -181,14 +181,21 @@ class MPICommunicator(GuardedCommunicator):
         self._piece_bytes = piece_bytes_from_env() if eager_piece_bytes is None \
             else check_piece_bytes(eager_piece_bytes)
         self._shared: dict[int, tuple] = {}  # data_ptr -> (SharedBuffer, typed views)
+        self._layouts = Layouts(self._size, self._sig_comm is not None)
 
     # -- plumbing -------------------------------------------------------------------------
-    def _post_signature(self, sig: CallSignature, payload: np.ndarray | None = None):
-        """Start the signature allgather (program order); None when checking is off."""
+    def _post_signature(self, sig: CallSignature, payload: np.ndarray | None = None,
+                        encoded: np.ndarray | None = None):
+        """Start the signature allgather (program order); None when checking is off.
+        ``encoded``: ``sig`` encoded already with sequence number 0 (no payload)."""
         self._seq += 1
         if self._sig_comm is None:
             return None
-        vec = sig.encode(self._seq, self._size, payload)
+        if encoded is None:
+            vec = sig.encode(self._seq, self._size, payload)
+        else:
+            vec = encoded.copy()
+            vec[0] = self._seq
         rows = np.empty((self._size, self._exchange_len), dtype=np.int64)
         return self._sig_comm.Iallgather(vec, rows), rows, vec
 
@@ -213,14 +220,15 @@ class MPICommunicator(GuardedCommunicator):
         self._finish_signature(pending, what, started)
         return what, started
 
-    def _checked_while_travelling(self, sig: CallSignature):
+    def _checked_while_travelling(self, sig: CallSignature, encoded: np.ndarray | None = None):
         """Post the signature check without waiting for it: ``(label, start time, check)``,
         ``check()`` true once every rank's signature has arrived and agrees (it raises the
         mismatch otherwise). For a collective whose data may be posted before the check
         completes: every rank posts the same check in program order, so it completes (or
-        times out) whatever the data does, and a rank tests the check before the data."""
+        times out) whatever the data does, and a rank tests the check before the data.
+        ``encoded``: as for :meth:`_post_signature`."""
         started = time.monotonic()
-        pending = self._post_signature(sig)
+        pending = self._post_signature(sig, encoded=encoded)
         what = self._label(sig)
         if pending is None:
             return what, started, lambda: True
@@ -423,28 +431,27 @@ class MPICommunicator(GuardedCommunicator):
 
     def alltoallv_async(self, send: torch.Tensor, send_counts: Sequence[int],
                         recv_counts: Sequence[int]) -> Work:
-        send_counts, recv_counts = check_alltoallv(send, send_counts, recv_counts, self._size)
         send = send.contiguous()
-        recv = torch.empty((sum(recv_counts), *send.shape[1:]), dtype=send.dtype)
+        elsewhere = None
+        if self._size > 1:  # collective on the first call on every rank, before any post
+            peers_elsewhere = self._peers_elsewhere()
+            if self._piece_bytes and peers_elsewhere.any():
+                elsewhere = peers_elsewhere
+        layout = self._layouts.get(send, send_counts, recv_counts, elsewhere, self._piece_bytes)
+        recv = torch.empty((layout.recv_rows, *send.shape[1:]), dtype=send.dtype)
         send_np, recv_np = _as_numpy(send).reshape(-1), _as_numpy(recv).reshape(-1)
-        if self._size > 1 and self._piece_bytes:
-            self._peers_elsewhere()  # its collectives on the first call, before any is posted
         # the signature check travels with the data: a halo exchange is posted at once, not
         # after every rank has reached it (a rank that arrives first computes what overlaps
         # the exchange instead of waiting for the last at its post)
-        what, started, check = self._checked_while_travelling(CallSignature(
-            "alltoallv", None, send.dtype, tuple(send.shape), -1, tuple(send_counts),
-            tuple(recv_counts)))
-        row = int(np.prod(send.shape[1:], dtype=np.int64))
-        s_counts = np.asarray(send_counts, dtype=np.int64) * row
-        r_counts = np.asarray(recv_counts, dtype=np.int64) * row
-        s_displs = np.concatenate(([0], np.cumsum(s_counts)[:-1]))
-        r_displs = np.concatenate(([0], np.cumsum(r_counts)[:-1]))
+        what, started, check = self._checked_while_travelling(layout.signature, layout.encoded)
         try:
-            pieces = self._eager_pieces(send_np, recv_np, s_counts, s_displs, r_counts,
-                                        r_displs)
-            requests = [self.mpi_comm.Ialltoallv([send_np, (s_counts, s_displs)],
-                                                 [recv_np, (r_counts, r_displs)])] + pieces
+            MPI, comm = self._MPI, self.mpi_comm
+            requests = [comm.Irecv(recv_np[lo:hi], peer, _TAG_EAGER_PIECE) if receive else
+                        comm.Isend(send_np[lo:hi], peer, _TAG_EAGER_PIECE)
+                        for receive, peer, lo, hi in layout.pieces]
+            self.eager_pieces_posted += len(requests)
+            requests.insert(0, comm.Ialltoallv([send_np, (layout.s_counts, layout.s_displs)],
+                                               [recv_np, (layout.r_counts, layout.r_displs)]))
         except self._MPI.Exception:
             # counts that disagree can fail the post itself (a truncated message to this
             # rank): the signature check names the disagreement
@@ -452,27 +459,8 @@ class MPICommunicator(GuardedCommunicator):
             check()
             raise
         keep_alive = (send, send_np)  # MPI reads the send buffer until the wait
-        test = requests[0].Test if len(requests) == 1 else \
-            (lambda: self._MPI.Request.Testall(requests))
+        test = requests[0].Test if len(requests) == 1 else (lambda: MPI.Request.Testall(requests))
         return self._checked_work(check, test, what, started, lambda: (keep_alive, recv)[1])
-
-    def _eager_pieces(self, send_np, recv_np, s_counts, s_displs, r_counts, r_displs) -> list:
-        """Post the messages to and from other hosts that go as pieces under the TCP eager
-        limit (:mod:`.eager_pieces`) and zero their counts for the alltoallv; the requests."""
-        if self._size == 1 or not self._peers_elsewhere().any() or not self._piece_bytes:
-            return []  # (the first call agrees on the piece size on every rank)
-        piece = self._piece_bytes // send_np.itemsize
-        requests = []
-        for flat, counts, displs, post in ((recv_np, r_counts, r_displs, self.mpi_comm.Irecv),
-                                           (send_np, s_counts, s_displs, self.mpi_comm.Isend)):
-            for peer in np.flatnonzero(self._elsewhere & in_pieces(counts, piece)):
-                bounds = piece_bounds(counts[peer], piece)
-                base = displs[peer]
-                requests += [post(flat[base + lo:base + hi], int(peer), _TAG_EAGER_PIECE)
-                             for lo, hi in bounds]
-                self.eager_pieces_posted += len(bounds)
-                counts[peer] = 0
-        return requests
 
     def allgather(self, tensor: torch.Tensor) -> torch.Tensor:
         tensor = tensor.contiguous()
