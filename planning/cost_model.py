@@ -22,7 +22,8 @@ beta``). On a
 
 **Layer, edge cut** (GCN, SAGE-mean; ``w = min(a, c)``, the width the layer aggregates;
 ``g_agg = g_nnz + g_edge w`` per non-zero: a cost per edge whatever the width, which
-dominates narrow rows, and one per value)::
+dominates narrow rows, and one per value; rows narrower than 16 go through a kernel of their
+own and take its own line, ``gamma_nnz_narrow + gamma_edge_narrow w``, where calibrated)::
 
     F_p = dense + pack_p + max(g_agg Ein_p, X_p(w)) + g_agg Eb_p + elementwise
     B_p = dense_back + [pack_p + g_agg Eb_p + max(g_agg Ein_p, X_p(w))] + elementwise'
@@ -160,6 +161,13 @@ MEMORY_KEYS = ("gamma_edge_mem", "gamma_elem_mem", "gamma_gather_mem", "gamma_by
 # non-zeros (finding the row, starting and storing its sum), cached and beyond the cache;
 # absent: 0
 EDGE_KEYS = ("gamma_nnz", "gamma_nnz_mem", "gamma_row", "gamma_row_mem")
+# Optional per thread count: the aggregation of rows narrower than :data:`SMALL_ROWS_BELOW`
+# (a kernel of its own, each width's loop unrolled: gnnscale/graph/kernels.py), per non-zero
+# and per non-zero and value, cached and beyond the cache; absent or 0: the wide rows' line
+NARROW_KEYS = ("gamma_nnz_narrow", "gamma_edge_narrow", "gamma_nnz_narrow_mem",
+               "gamma_edge_narrow_mem")
+#: rows narrower than this take the small rows' kernel (gnnscale/graph/kernels.py)
+SMALL_ROWS_BELOW = 16
 # Optional per thread count: the training loss (cross-entropy forward and backward) per training
 # row and per logit, and the evaluation's metrics per row and per logit; absent: 10
 # elementwise ops per logit for each
@@ -317,11 +325,11 @@ class CostModel:
             for key in COMPUTE_KEYS:
                 _check_constant(f"compute[{threads}].{key}", values.get(key))
             unknown = sorted(set(values) - set(COMPUTE_KEYS) - set(MEMORY_KEYS)
-                             - set(EDGE_KEYS) - set(OUTPUT_KEYS))
+                             - set(EDGE_KEYS) - set(NARROW_KEYS) - set(OUTPUT_KEYS))
             if unknown:
                 raise PartitionError(f"cost model: unknown constant compute[{threads}]."
                                      f"{unknown[0]}")
-            for key in MEMORY_KEYS + EDGE_KEYS + OUTPUT_KEYS:
+            for key in MEMORY_KEYS + EDGE_KEYS + NARROW_KEYS + OUTPUT_KEYS:
                 if key in values:
                     _check_constant(f"compute[{threads}].{key}", values[key])
         for key in GLOBAL_KEYS + OPTIONAL_KEYS:
@@ -340,7 +348,10 @@ class CostModel:
         values = {"gamma_byte": 0.0, "gamma_nnz": 0.0, "gamma_row": 0.0,
                   **{f"{k}_mem": given[k] for k in ("gamma_edge", "gamma_elem", "gamma_gather")},
                   "gamma_nnz_mem": given.get("gamma_nnz", 0.0),
-                  "gamma_row_mem": given.get("gamma_row", 0.0), **given}
+                  "gamma_row_mem": given.get("gamma_row", 0.0),
+                  "gamma_nnz_narrow": 0.0, "gamma_edge_narrow": 0.0,
+                  "gamma_nnz_narrow_mem": given.get("gamma_nnz_narrow", 0.0),
+                  "gamma_edge_narrow_mem": given.get("gamma_edge_narrow", 0.0), **given}
         return {k: v * factor for k, v in values.items()}
 
     def to_dict(self) -> dict:
@@ -534,20 +545,29 @@ def _sending(k: dict, xchg: _Exchange, n, width: float, cache: float) -> tuple:
 
 
 def _per_edge(k: dict, w: dict, width: float, rows_read, cache: float):
-    """Seconds per non-zero of an aggregation over rows ``width`` wide, per rank: ``g_nnz + g_edge
-    w`` at the cached constants for the share of reads that hit a least-recently-used cache of
-    the rows fitting the rank's cache share (:func:`planning.cache_knee.lru_hit_share`, from
-    the workload's ``gather_share``), at the constants beyond the cache for the rest; without
-    ``gather_share``, between the two by the rows read (``rows_read``) as every other op."""
+    """Seconds per non-zero of an aggregation over rows ``width`` wide, per rank
+    (:func:`nnz_seconds`): at the cached constants for the share of reads that hit a
+    least-recently-used cache of the rows fitting the rank's cache share
+    (:func:`planning.cache_knee.lru_hit_share`, from the workload's ``gather_share``), at the
+    constants beyond the cache for the rest; without ``gather_share``, between the two by the
+    rows read (``rows_read``) as every other op."""
+    cached, beyond = nnz_seconds(k, width), nnz_seconds(k, width, "_mem")
     share = w.get("gather_share")
     if share is None or cache <= 0:
-        gathered = 4.0 * width * rows_read
-        return (_rate(k, "gamma_edge", gathered, cache) * width
-                + _rate(k, "gamma_nnz", gathered, cache))
-    cached = k["gamma_nnz"] + k["gamma_edge"] * width
-    beyond = k["gamma_nnz_mem"] + k["gamma_edge_mem"] * width
+        return cached + beyond_cache_fraction(4.0 * width * rows_read, cache) * (beyond - cached)
     hit = lru_hit_share(share, cache / (4.0 * width))  # the rows the cache holds
     return hit * cached + (1.0 - hit) * beyond
+
+
+def nnz_seconds(k: dict, width: float, suffix: str = "") -> float:
+    """Seconds per non-zero of an aggregation over rows ``width`` wide at constants ``k``
+    (``suffix`` ``"_mem"``: beyond the cache): ``g_nnz + g_edge w``, or below
+    :data:`SMALL_ROWS_BELOW` the small rows' kernel's own line where it is calibrated
+    (``gamma_nnz_narrow``, ``gamma_edge_narrow``)."""
+    if width < SMALL_ROWS_BELOW and (k.get(f"gamma_nnz_narrow{suffix}", 0.0) > 0
+                                     or k.get(f"gamma_edge_narrow{suffix}", 0.0) > 0):
+        return k[f"gamma_nnz_narrow{suffix}"] + k[f"gamma_edge_narrow{suffix}"] * width
+    return k[f"gamma_nnz{suffix}"] + k[f"gamma_edge{suffix}"] * width
 
 
 def _per_row(k: dict, width: float, rows, cache: float):

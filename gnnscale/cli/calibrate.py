@@ -3,7 +3,9 @@
 Compute constants per thread count (1, 2, 4, ... up to the cores of this host): the CSR
 aggregation kernel the engine uses (``gamma_nnz`` per edge, ``gamma_edge`` per edge x
 feature and ``gamma_row`` per output row, fitted over rows of several widths and degrees: narrow
-rows cost mostly per edge, sparse rows per row), dense GEMMs
+rows cost mostly per edge, sparse rows per row; rows narrower than 16, which take a kernel of
+their own, get its own line from rows 4 and 8 wide: ``gamma_nnz_narrow``,
+``gamma_edge_narrow``; ``benchmarks/narrow_aggregation.py``), dense GEMMs
 (``gamma_flop``), an elementwise op (``gamma_elem``) and a row gather + scatter-add
 (``gamma_gather``, GAT's per-edge work), each on data that stays in the cache and again on
 data four times the last-level cache, within bounds (:func:`beyond_cache_working_set`)
@@ -156,6 +158,23 @@ def per_edge_value_and_row(nnz, widths, rows, seconds) -> tuple[float, float, fl
     return (*per_edge_and_value(nnz, widths, seconds), 0.0)
 
 
+def narrow_line(nnz, widths, rows, seconds, per_row: float) -> tuple[float, float]:
+    """``(per non-zero, per non-zero and value)`` of the small rows' kernel (rows narrower than
+    16) from its aggregations of ``nnz`` non-zeros over rows ``widths`` wide into ``rows``
+    output rows that took ``seconds``, less ``per_row`` a row (fitted on the wide rows): a
+    line through two widths or more, or flat (the median cost per non-zero) where there is
+    one width or the line would fall with the width (beyond the cache a narrow row's gather
+    waits on memory whatever its width)."""
+    nnz, widths, rows, seconds = (np.asarray(v, dtype=np.float64)
+                                  for v in (nnz, widths, rows, seconds))
+    per_edge = np.maximum(seconds - rows * per_row, 0.0) / nnz
+    if np.unique(widths).size >= 2:
+        slope, intercept = np.polyfit(widths, per_edge, 1)
+        if slope >= 0 and intercept >= 0:
+            return float(intercept), float(slope)
+    return float(np.median(per_edge)), 0.0
+
+
 def _through_origin(work, seconds) -> float:
     work, seconds = np.asarray(work, float), np.asarray(seconds, float)
     return float(max(0.0, (work @ seconds) / (work @ work)))
@@ -229,8 +248,11 @@ KNEE_WIDTH, KNEE_DEGREE, KNEE_SMALLEST = 8, 8, 1 << 18
 
 def knee_rate(constants: dict) -> float:
     """Seconds per edge value of the knee's aggregation (rows :data:`KNEE_WIDTH` wide) beyond
-    the cache, from :func:`compute_constants`' ``*_mem`` constants."""
-    return constants["gamma_edge_mem"] + constants.get("gamma_nnz_mem", 0.0) / KNEE_WIDTH
+    the cache, from :func:`compute_constants`' ``*_mem`` constants (the small rows' kernel's
+    line where they have it: :func:`planning.cost_model.nnz_seconds`)."""
+    from planning.cost_model import nnz_seconds
+
+    return nnz_seconds({"gamma_nnz_mem": 0.0, **constants}, KNEE_WIDTH, "_mem") / KNEE_WIDTH
 
 
 def measure_cache_knee(beyond: int, beyond_rate: float) -> float:
@@ -276,18 +298,22 @@ def _constants_at(size, cached: bool, working_set: int = 0) -> dict:
     """The constants of :func:`compute_constants` at one set of sizes."""
     from ..graph.sparse import SparseBlock
 
+    from planning.cost_model import SMALL_ROWS_BELOW
+
     rng = np.random.default_rng(0)
     suffix = "" if cached else "_mem"
     if cached:
         # rows 16, 64 and 128 wide, each at most 2.5 MB of rows: in a core's own cache; the
-        # first again with 2 non-zeros a row, for the cost per output row
+        # first again with 2 non-zeros a row, for the cost per output row; then rows 4 and 8
+        # wide, for the small rows' kernel's own line
         aggregations = [(size(n), deg, w) for n, deg, w in
-                        ((40000, 10, 16), (10000, 20, 64), (5000, 10, 128), (40000, 2, 16))]
+                        ((40000, 10, 16), (10000, 20, 64), (5000, 10, 128), (40000, 2, 16),
+                         (40000, 10, 4), (40000, 10, 8))]
         elements = [max(1 << 14, size(n)) for n in (1 << 18, 1 << 20, 1 << 22)]
         gathered = [(size(rows), w) for rows, w in ((20000, 16), (100000, 64))]
     else:  # every gathered row, array or table beyond the cache
         aggregations = [(working_set // (4 * w), deg, w)
-                        for w, deg in ((32, 8), (64, 8), (32, 2))]
+                        for w, deg in ((32, 8), (64, 8), (32, 2), (8, 8))]
         elements = [working_set // 4]
         gathered = [(working_set // (4 * 64), 64)]  # one gathered row per table row
     agg_widths = [w for _, _, w in aggregations]
@@ -305,8 +331,14 @@ def _constants_at(size, cached: bool, working_set: int = 0) -> dict:
             agg_nnz.append(block.nnz)
             agg_s.append(_median_time(lambda: block.matmul(x), what=f"aggregation{suffix}"))
             del block, x
+    wide = [i for i, w in enumerate(agg_widths) if w >= SMALL_ROWS_BELOW]
+    narrow = [i for i, w in enumerate(agg_widths) if w < SMALL_ROWS_BELOW]
     per_nnz, per_value, per_row = per_edge_value_and_row(
-        agg_nnz, agg_widths, [n for n, _, _ in aggregations], agg_s)
+        *([values[i] for i in wide] for values in
+          (agg_nnz, agg_widths, [n for n, _, _ in aggregations], agg_s)))
+    narrow_nnz, narrow_value = narrow_line(
+        *([values[i] for i in narrow] for values in
+          (agg_nnz, agg_widths, [n for n, _, _ in aggregations], agg_s)), per_row)
     elems, elem_s = [], []
     for n in elements:
         x, out = _values(n), torch.empty(n)
@@ -322,7 +354,8 @@ def _constants_at(size, cached: bool, working_set: int = 0) -> dict:
         gather_s.append(_median_time(lambda: out.index_add_(0, index, src.index_select(0, index)),
                                     what=f"gather{suffix}"))
     constants = {f"gamma_edge{suffix}": per_value, f"gamma_nnz{suffix}": per_nnz,
-                 f"gamma_row{suffix}": per_row,
+                 f"gamma_row{suffix}": per_row, f"gamma_edge_narrow{suffix}": narrow_value,
+                 f"gamma_nnz_narrow{suffix}": narrow_nnz,
                  f"gamma_elem{suffix}": _through_origin(elems, elem_s),
                  f"gamma_gather{suffix}": _through_origin(gathers, gather_s)}
     if cached:

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from partitioning import PartitionError, make_partitioner
-from planning.cost_model import (Cluster, CostModel, ModelSpec, Network, allreduce_time,
-                                 predict)
+from planning.cost_model import (NARROW_KEYS, Cluster, CostModel, ModelSpec, Network,
+                                 allreduce_time, predict)
 from planning.tune import (explain, format_sweep_table, plot_sweep, recommend, runners_up,
                            sweep, write_json)
 from planning.workload import part_workload, workload_from_arrays
@@ -220,6 +220,7 @@ def test_cost_model_file_round_trip_and_refusals(tmp_path):
     assert halved == {**{k: v / 2 for k, v in costs.compute[1].items()}, "gamma_byte": 0.0,
                       "gamma_nnz": 0.0, "gamma_nnz_mem": 0.0,  # files without the per-edge term
                       "gamma_row": 0.0, "gamma_row_mem": 0.0,  # nor the per-row one
+                      **{k: 0.0 for k in NARROW_KEYS},  # nor the small rows' line
                       **{f"{k}_mem": costs.compute[1][k] / 2
                          for k in ("gamma_edge", "gamma_elem", "gamma_gather")}}
     values = costs.to_dict()
