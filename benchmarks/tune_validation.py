@@ -563,6 +563,10 @@ def predict_stored(cell: dict, args, constants: dict) -> dict:
     dtype, model and hidden width; its link where it has one) with ``constants``."""
     spec_args = argparse.Namespace(**{**vars(args), "hidden": cell.get("hidden", args.hidden)})
     constants = with_link_work(constants, cell.get("link_work_byte_s"))
+    if getattr(args, "without", None):
+        constants = {**constants, "compute": {
+            threads: {k: v for k, v in values.items() if k not in args.without}
+            for threads, values in constants["compute"].items()}}
     links = {cell["network"]: cell["link"]} if "link" in cell else None
     return predict_cells(Shape(cell["shape"]), cell["workload"], cell["ranks"],
                          [(cell["network"], cell.get("halo_dtype", "float32"))], spec_args,
@@ -823,9 +827,19 @@ def main() -> None:
     parser.add_argument("--repredict", action="store_true",
                         help="recompute every stored cell's predictions with the current model "
                              "(its stored workload and in-job constants), then --report")
+    parser.add_argument("--without", nargs="+", default=[], metavar="CONSTANT",
+                        help="with --repredict: predict as if the jobs had not measured these "
+                             "compute constants (e.g. the small rows' line: gamma_nnz_narrow "
+                             "gamma_edge_narrow gamma_nnz_narrow_mem gamma_edge_narrow_mem)")
     args = parser.parse_args()
     if args.rank_main:
         return rank_main(args)
+    from planning.cost_model import OPTIONAL_COMPUTE_KEYS
+
+    unknown = sorted(set(args.without) - set(OPTIONAL_COMPUTE_KEYS))
+    if unknown:
+        parser.error(f"--without: {unknown[0]!r} is not an optional compute constant "
+                     f"(one of {', '.join(OPTIONAL_COMPUTE_KEYS)})")
     if args.out is None:
         args.out = VCLUSTER_OUT if args.vcluster else "benchmarks/results/tune_validation.json"
     out = Path(args.out)

@@ -172,6 +172,8 @@ SMALL_ROWS_BELOW = 16
 # row and per logit, and the evaluation's metrics per row and per logit; absent: 10
 # elementwise ops per logit for each
 OUTPUT_KEYS = ("gamma_loss_row", "gamma_loss_logit", "gamma_eval_row", "gamma_eval_logit")
+#: compute constants a cost-model file may lack (each read as documented where it is absent)
+OPTIONAL_COMPUTE_KEYS = MEMORY_KEYS + EDGE_KEYS + NARROW_KEYS + OUTPUT_KEYS
 GLOBAL_KEYS = ("shm_alpha", "shm_beta", "layer_overhead_s")
 OPTIONAL_KEYS = ("exchange_overhead_s", "exchange_byte_s", "cache_bytes")  # absent: defaults
 MODELS = ("gcn", "sage", "gat")
