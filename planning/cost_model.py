@@ -326,12 +326,11 @@ class CostModel:
                 raise PartitionError(f"cost model: thread count {threads} must be >= 1")
             for key in COMPUTE_KEYS:
                 _check_constant(f"compute[{threads}].{key}", values.get(key))
-            unknown = sorted(set(values) - set(COMPUTE_KEYS) - set(MEMORY_KEYS)
-                             - set(EDGE_KEYS) - set(NARROW_KEYS) - set(OUTPUT_KEYS))
+            unknown = sorted(set(values) - set(COMPUTE_KEYS) - set(OPTIONAL_COMPUTE_KEYS))
             if unknown:
                 raise PartitionError(f"cost model: unknown constant compute[{threads}]."
                                      f"{unknown[0]}")
-            for key in MEMORY_KEYS + EDGE_KEYS + NARROW_KEYS + OUTPUT_KEYS:
+            for key in OPTIONAL_COMPUTE_KEYS:
                 if key in values:
                     _check_constant(f"compute[{threads}].{key}", values[key])
         for key in GLOBAL_KEYS + OPTIONAL_KEYS:

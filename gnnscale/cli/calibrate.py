@@ -331,14 +331,15 @@ def _constants_at(size, cached: bool, working_set: int = 0) -> dict:
             agg_nnz.append(block.nnz)
             agg_s.append(_median_time(lambda: block.matmul(x), what=f"aggregation{suffix}"))
             del block, x
-    wide = [i for i, w in enumerate(agg_widths) if w >= SMALL_ROWS_BELOW]
-    narrow = [i for i, w in enumerate(agg_widths) if w < SMALL_ROWS_BELOW]
-    per_nnz, per_value, per_row = per_edge_value_and_row(
-        *([values[i] for i in wide] for values in
-          (agg_nnz, agg_widths, [n for n, _, _ in aggregations], agg_s)))
-    narrow_nnz, narrow_value = narrow_line(
-        *([values[i] for i in narrow] for values in
-          (agg_nnz, agg_widths, [n for n, _, _ in aggregations], agg_s)), per_row)
+    columns = (agg_nnz, agg_widths, [n for n, _, _ in aggregations], agg_s)
+
+    def taking(small: bool) -> list:
+        """``columns`` of the aggregations of the small rows' kernel, or of the others."""
+        return [[c[i] for i, w in enumerate(agg_widths) if (w < SMALL_ROWS_BELOW) == small]
+                for c in columns]
+
+    per_nnz, per_value, per_row = per_edge_value_and_row(*taking(small=False))
+    narrow_nnz, narrow_value = narrow_line(*taking(small=True), per_row)
     elems, elem_s = [], []
     for n in elements:
         x, out = _values(n), torch.empty(n)

@@ -132,15 +132,12 @@ def find_mismatch(rows: np.ndarray, size: int, what: Callable[[], str] | str = "
     elif _alltoallv_agrees(rows, size):  # a halo exchange's, every step: kept cheap
         return None
     kinds = rows[:, 1]
-    fields = {"allreduce": (1, 2, 3, 4, 8), "reduce": (1, 2, 3, 4, 5), "broadcast": (1, 3, 4, 5),
-              "allgather": (1, 3, 4, 7), "alltoallv": (1, 3, 6), "allgather_object": (1,),
-              "barrier": (1,), "split": (1,), "alloc_buffer": (1, 3, 4)}
     problem = None
     if np.any(kinds != first[1]) or np.any(rows[:, 0] != first[0]):
         problem = "different collectives"
     else:
         kind = _KINDS[int(first[1])]
-        for index in fields[kind]:
+        for index in _SHARED_FIELDS[kind]:
             if np.any(rows[:, index] != first[index]):
                 problem = {2: "different reduction ops", 3: "different dtypes",
                            4: "different element counts", 5: "different roots",
@@ -173,9 +170,13 @@ def find_mismatch(rows: np.ndarray, size: int, what: Callable[[], str] | str = "
             f"arguments")
 
 
-#: the header words every rank's alltoallv signature shares: sequence number, kind, dtype,
-#: row width
-_ALLTOALLV_SHARED = [0, 1, 3, 6]
+#: per kind, the header words every rank's signature of that kind must share beside the
+#: sequence number (an alltoallv's: kind, dtype, row width)
+_SHARED_FIELDS = {"allreduce": (1, 2, 3, 4, 8), "reduce": (1, 2, 3, 4, 5),
+                  "broadcast": (1, 3, 4, 5), "allgather": (1, 3, 4, 7), "alltoallv": (1, 3, 6),
+                  "allgather_object": (1,), "barrier": (1,), "split": (1,),
+                  "alloc_buffer": (1, 3, 4)}
+_ALLTOALLV_SHARED = [0, *_SHARED_FIELDS["alltoallv"]]
 
 
 def _alltoallv_agrees(rows: np.ndarray, size: int) -> bool:
