@@ -89,6 +89,9 @@ SHAPED_GSO_BYTES = 16 << 10
 UNSHAPED_GSO_BYTES = 64 << 10
 #: a shaped link's bucket holds this long at its rate, and at least two packets
 SHAPING_BURST_S = 0.001
+#: a shaped link's packets last about this long at its rate: one frame each up to 100 Mbit/s,
+#: ``SHAPED_GSO_BYTES`` from 1.3 Gbit/s
+SHAPED_PACKET_S = 0.0001
 
 
 #: the MTU of every host's link (a veth's own)
@@ -103,13 +106,20 @@ def tcp_payload_share(mtu: int = LINK_MTU) -> float:
     return (mtu - 52) / (mtu + 14)
 
 
+def shaped_packet_bytes(bits_per_s: int) -> int:
+    """The largest packet (``gso_max_size``) a link shaped to ``bits_per_s`` sends: what lasts
+    ``SHAPED_PACKET_S`` at the rate, one frame at least, ``SHAPED_GSO_BYTES`` at most. The
+    token bucket must hold two, so slow links send single frames and keep their bucket small."""
+    return int(min(SHAPED_GSO_BYTES, max(LINK_MTU + 14, bits_per_s / 8 * SHAPED_PACKET_S)))
+
+
 def shaping_burst(bits_per_s: int) -> int:
     """Bytes of a shaped link's token bucket: what it passes at the veth's own speed after the
     link idled. A real link sends nothing faster than its rate, so the bucket is kept small
-    (1 ms at the rate, two 16 KiB packets at least): a message of 128 KiB sent after an idle
-    gap crosses a 100 Mbit/s link at 1.24x the rate, one of 384 KiB a 1 Gbit/s link at 1.25x
+    (1 ms at the rate, two packets at least): a message of 64 KiB sent after an idle gap
+    crosses a 100 Mbit/s link at 1.2x the rate, one of 384 KiB a 1 Gbit/s link at 1.2x
     (docs/virtual-cluster.md, "Measured")."""
-    return max(2 * SHAPED_GSO_BYTES, int(bits_per_s / 8 * SHAPING_BURST_S))
+    return max(2 * shaped_packet_bytes(bits_per_s), int(bits_per_s / 8 * SHAPING_BURST_S))
 
 
 def parse_rate(text: str) -> int:
@@ -463,7 +473,7 @@ exec env -i HOME="$HOME" USER="$USER" LOGNAME="$LOGNAME" SHELL=/bin/sh LANG="${{
                      str(UNSHAPED_GSO_BYTES)])
                 continue
             _sh(["ip", "-n", ns, "link", "set", "dev", dev, "gso_max_size",
-                 str(SHAPED_GSO_BYTES)])
+                 str(shaped_packet_bytes(bits))])
             _sh(["tc", "-n", ns, "qdisc", "replace", "dev", dev, "root", "tbf", "rate",
                  f"{bits}bit", "burst", str(shaping_burst(bits)), "latency", "100ms"])
         self.rates[host.name] = bits

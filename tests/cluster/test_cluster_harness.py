@@ -232,20 +232,25 @@ def test_cores_per_host_pin_everything_a_host_runs():
 
 
 def test_a_shaped_link_passes_no_message_much_faster_than_its_rate(cluster):
-    """A halo exchange is sent after the link idled while its rank computed: the shaping's
-    token bucket holds 1 ms at the rate (two 16 KiB packets at least), so a 128 KiB message
-    crosses a 100 Mbit/s link at about its rate, where a bucket of 128 KiB would pass it whole
-    at the veth's own speed."""
+    """A halo exchange is sent after the link idled while its rank computed: a link shaped to
+    100 Mbit/s sends single frames and its token bucket holds 1 ms at the rate, so a 64 KiB
+    message crosses at about its rate (16 KiB packets and a bucket of two would pass it at
+    1.9x), where a bucket of 64 KiB would pass it whole at the veth's own speed."""
+    from gnnscale.testing.cluster import LINK_MTU, shaped_packet_bytes
     from gnnscale.testing.link_probe import messages
 
     for host in cluster.hosts:
         cluster.set_rate(host.name, "100mbit")
     try:
-        rates = messages(cluster, [128 << 10, 1 << 20])
+        shaped = subprocess.run(["ip", "-d", "-n", cluster.hosts[0].netns, "link", "show",
+                                 "eth0"], capture_output=True, text=True).stdout
+        rates = messages(cluster, [64 << 10, 1 << 20])
     finally:
         for host in cluster.hosts:
             cluster.set_rate(host.name, None)
-    assert all(bps * 8 < 2 * 1e8 for bps in rates.values()), rates
+    assert f"gso_max_size {LINK_MTU + 14} " in shaped, shaped
+    assert shaped_packet_bytes(int(1e8)) == LINK_MTU + 14
+    assert all(bps * 8 < 1.5e8 for bps in rates.values()), rates
     assert rates[1 << 20] * 8 > 0.7e8, rates  # and the rate itself holds
     shown = subprocess.run(["ip", "-d", "-n", cluster.hosts[0].netns, "link", "show", "eth0"],
                            capture_output=True, text=True).stdout
@@ -259,7 +264,6 @@ def test_a_shaped_links_tcp_payload_share_is_what_the_probe_measured():
     repo = Path(__file__).resolve().parents[2]
     links = json.loads((repo / "benchmarks" / "results" / "vcluster_links.json").read_text())
     for link in links["links"]:
-        # (at 10 Mbit/s the probe's 2 MB pass 32 KiB in the token bucket's burst: 1.6% faster)
         if link["rate"] in ("1gbit", "100mbit"):
             nominal = parse_rate(link["rate"]) / 1e9
             assert link["gbit_per_s"] / nominal == pytest.approx(tcp_payload_share(), rel=0.01)
