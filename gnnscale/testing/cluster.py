@@ -87,8 +87,13 @@ class ClusterUnavailable(ClusterError):
 SHAPED_GSO_BYTES = 16 << 10
 #: a veth's own largest packet, restored when the shaping is removed
 UNSHAPED_GSO_BYTES = 64 << 10
-#: a shaped link's bucket holds this long at its rate, and at least two packets
+#: a shaped link's bucket holds this long at its rate, within SHAPING_BURST_BYTES and at
+#: least two packets
 SHAPING_BURST_S = 0.001
+#: the least and the most a shaped link's bucket holds: less starves the shaping of tokens on
+#: a busy core (a 3 KB bucket carries 0.93 of 10 Mbit/s); more lets a halo exchange after an
+#: idle gap pass at the veth's speed (a 125 KB bucket passes 128 KiB at 3.9x 1 Gbit/s)
+SHAPING_BURST_BYTES = (12 << 10, 32 << 10)
 #: a shaped link's packets last about this long at its rate: one frame each up to 100 Mbit/s,
 #: ``SHAPED_GSO_BYTES`` from 1.3 Gbit/s
 SHAPED_PACKET_S = 0.0001
@@ -116,10 +121,12 @@ def shaped_packet_bytes(bits_per_s: int) -> int:
 def shaping_burst(bits_per_s: int) -> int:
     """Bytes of a shaped link's token bucket: what it passes at the veth's own speed after the
     link idled. A real link sends nothing faster than its rate, so the bucket is kept small
-    (1 ms at the rate, two packets at least): a message of 64 KiB sent after an idle gap
-    crosses a 100 Mbit/s link at 1.2x the rate, one of 384 KiB a 1 Gbit/s link at 1.2x
+    (1 ms at the rate, 12 to 32 KiB, two packets at least): a message of 128 KiB sent after an
+    idle gap crosses a 100 Mbit/s or a 1 Gbit/s link at about 1.1x the rate
     (docs/virtual-cluster.md, "Measured")."""
-    return max(2 * shaped_packet_bytes(bits_per_s), int(bits_per_s / 8 * SHAPING_BURST_S))
+    least, most = SHAPING_BURST_BYTES
+    by_time = min(most, max(least, int(bits_per_s / 8 * SHAPING_BURST_S)))
+    return max(2 * shaped_packet_bytes(bits_per_s), by_time)
 
 
 def parse_rate(text: str) -> int:

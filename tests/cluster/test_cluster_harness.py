@@ -44,6 +44,18 @@ def test_rates_are_parsed_or_refused():
             parse_rate(bad)
 
 
+def test_a_shaped_links_packets_and_bucket_follow_its_rate():
+    """Packets of 0.1 ms at the rate (one frame to 16 KiB); a bucket of 1 ms at the rate within
+    12-32 KiB, two packets at least: a halo exchange after an idle gap crosses at the rate."""
+    from gnnscale.testing.cluster import LINK_MTU, shaped_packet_bytes, shaping_burst
+
+    frame = LINK_MTU + 14
+    assert [shaped_packet_bytes(r) for r in (10**7, 10**8, 10**9, 10**10)] == \
+        [frame, frame, 12_500, 16 << 10]
+    assert [shaping_burst(r) for r in (10**7, 10**8, 10**9, 10**10)] == \
+        [12 << 10, 12_500, 32 << 10, 32 << 10]
+
+
 def test_rates_for_every_host_and_for_one():
     from gnnscale.testing.cluster_cli import _rates
 
