@@ -50,10 +50,12 @@ def links(cluster, rates: list[str], repeats: int) -> list[dict]:
         single = messages(cluster, MESSAGE_SIZES)
         rows.append({"rate": rate or "unshaped", "latency_us": latency * 1e6,
                      "gbit_per_s": bandwidth * 8 / 1e9, "megabytes": size, "repeats": repeats,
-                     "message_gbit_per_s": {str(k): v * 8 / 1e9 for k, v in single.items()}})
+                     "message_gbit_per_s": {str(k): None if v is None else v * 8 / 1e9
+                                            for k, v in single.items()}})
         print(f"{rows[-1]['rate']:>9s}  latency {latency * 1e6:6.1f} us  "
               f"{bandwidth * 8 / 1e9:8.3f} Gbit/s; one message after 30 ms idle: " + ", ".join(
-                  f"{k >> 10} KiB {v * 8 / 1e9:.3g}" for k, v in single.items()), flush=True)
+                  f"{k >> 10} KiB " + ("-" if v is None else f"{v * 8 / 1e9:.3g}")
+                  for k, v in single.items()), flush=True)
     for host in cluster.hosts:
         cluster.set_rate(host.name, None)
     return rows

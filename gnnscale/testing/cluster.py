@@ -491,9 +491,15 @@ exec env -i HOME="$HOME" USER="$USER" LOGNAME="$LOGNAME" SHELL=/bin/sh LANG="${{
 
     def link_up(self, name: str, timeout: float = 10) -> None:
         """Bring host ``name``'s link back; returns once both ends carry traffic again (the
-        kernel raises a veth's carrier asynchronously, up to a second later)."""
+        kernel raises a veth's carrier asynchronously, up to a second later). Every host forgets
+        the addresses it failed to resolve while the link was down: a neighbour entry left
+        FAILED fails a new connection at once ("no route to host") until the kernel probes
+        again, as a daemon launched just after the link came back found."""
         host = self.host(name)
         _sh(["ip", "-n", self.switch, "link", "set", host.port, "up"])
+        for other in self.hosts:
+            _sh(["ip", "-n", other.netns, "neigh", "flush", "nud", "failed"], check=False)
+            _sh(["ip", "-n", other.netns, "neigh", "flush", "nud", "incomplete"], check=False)
         deadline = time.monotonic() + timeout
         while not all(self._operstate(ns, dev) == "UP"
                       for ns, dev in ((host.netns, "eth0"), (self.switch, host.port))):

@@ -170,12 +170,14 @@ def send_messages(address: str, port: int, sizes: list[int], gap_s: float,
 def messages(cluster, sizes: list[int], sender: str = "node0", receiver: str = "node1",
              gap_s: float = 0.03, port: int = 47124) -> dict:
     """``{size: bytes per second}`` of single messages from ``sender`` to ``receiver`` sent
-    after ``gap_s`` idle (the round trip of a 1-byte message taken off each time)."""
+    after ``gap_s`` idle (the round trip of a 1-byte message taken off each time); None where
+    a message took less than 1.25 round trips, its own time lost in the round trip's."""
     seconds = {int(k): v for k, v in _between_hosts(
         cluster, sender, receiver, "messages", "send-messages", port, [gap_s, *sizes],
         "message probe").items()}
     trip = seconds.pop(1)
-    return {size: size / max(s - trip, 1e-9) for size, s in seconds.items()}
+    return {size: size / (s - trip) if s - trip > trip / 4 else None
+            for size, s in seconds.items()}
 
 
 if __name__ == "__main__":
