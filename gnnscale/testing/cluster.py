@@ -92,7 +92,7 @@ UNSHAPED_GSO_BYTES = 64 << 10
 SHAPING_BURST_S = 0.001
 #: the least and the most a shaped link's bucket holds: less starves the shaping of tokens on
 #: a busy core (a 3 KB bucket carries 0.93 of 10 Mbit/s); more lets a halo exchange after an
-#: idle gap pass at the veth's speed (a 125 KB bucket passes 128 KiB at 3.9x 1 Gbit/s)
+#: idle gap pass at the veth's speed (a 125 KB bucket passes 128 KiB at ~4x 1 Gbit/s)
 SHAPING_BURST_BYTES = (12 << 10, 32 << 10)
 #: a shaped link's packets last about this long at its rate: one frame each up to 100 Mbit/s,
 #: ``SHAPED_GSO_BYTES`` from 1.3 Gbit/s
