@@ -60,7 +60,9 @@ workload, no product overlaps an exchange. Every layer and pass of a rank also c
 the rank's own work at its post (posting and completing it: fixed, whatever its size; the
 rank's thread does it, so compute does not hide it: ``benchmarks/exchange_post.py``), as
 does every allreduce (the step's gradient buckets, the evaluation's metrics); every byte a
-rank sends to or receives from another host costs it ``exchange_byte_s`` of its own work.
+rank sends to or receives from another host costs it ``exchange_byte_s`` of its own work while
+the exchange travels (added to the compute the exchange overlaps, free where the rank waits for
+the exchange anyway).
 
 **Caches.** A rank's share of its host's last-level cache is ``C = cache_bytes / ranks on the
 host``. Each op's constant moves from the one calibrated on cached data to the one calibrated
@@ -298,9 +300,9 @@ class CostModel:
             docs/planning.md, "Checked on shaped links" (benchmarks/tune_validation.py
             --vcluster).
         exchange_byte_s: work per byte a rank sends to or receives from ranks on other hosts
-            in halo exchanges (the network stack's and MPI's copying and progressing, which
-            take the rank's cores whether or not the exchange is hidden behind compute), paid
-            as the rank's own work. 0 unless measured: ``calibrate_in_job`` measures it where
+            in halo exchanges (the network stack's and MPI's copying and progressing), taken
+            from the rank's cores while the exchange travels: it adds to the compute the
+            exchange overlaps, and costs nothing where the rank waits for the exchange. 0 unless measured: ``calibrate_in_job`` measures it where
             the job spans hosts, ``python -m gnnscale.cli.calibrate --exchange-work FILE``
             under an mpirun across hosts into a file (``exchange_byte_work``).
         bytes_per_value: bytes of a feature value on the wire (4: float32).
@@ -532,17 +534,19 @@ class _Pass:
 
 
 def _sending(k: dict, xchg: _Exchange, n, width: float, cache: float) -> tuple:
-    """(pack, copy, travel) per rank of one exchange of ``width``-wide rows: gathering the rows
-    a rank sends from its owned rows (index_select; backward adds the gradients received for
-    them, index_add), the per-byte copying of the shared-memory exchange, the work per byte
-    sent and received (``exchange_byte_s``), the halo dtype's encoding and decoding and the
-    exchange's fixed cost (``exchange_overhead_s``: work, not waiting), and the rest of the
-    exchange's time."""
+    """(pack, copy, flight, travel) per rank of one exchange of ``width``-wide rows: gathering
+    the rows a rank sends from its owned rows (index_select; backward adds the gradients
+    received for them, index_add); the per-byte copying of the shared-memory exchange, the
+    halo dtype's encoding and decoding and the exchange's fixed cost (``exchange_overhead_s``:
+    work, not waiting); the work per byte sent and received across hosts
+    (``exchange_byte_s``), which takes the rank's core while the exchange travels, so that it
+    adds to the compute overlapping the exchange and costs nothing where the rank waits for
+    the exchange anyway; and the rest of the exchange's time."""
     pack = _rate(k, "gamma_gather", 4.0 * width * n, cache) * xchg.out_all * width
     cp = xchg.copy(width)
     fixed = xchg.model.exchange_overhead_s if xchg.p > 1 and xchg.fraction else 0.0
-    work = cp + xchg.byte_work(width) + xchg.coding(k, width, cache) + fixed
-    return pack, work, np.maximum(0.0, xchg(width) - cp)
+    work = cp + xchg.coding(k, width, cache) + fixed
+    return pack, work, xchg.byte_work(width), np.maximum(0.0, xchg(width) - cp)
 
 
 def _per_edge(k: dict, w: dict, width: float, rows_read, cache: float):
@@ -597,7 +601,7 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
     if spec.name == "gat":
         heads = spec.heads[layer]
         w = c + heads  # each source's transformed row and its attention term
-        pack, cp, xf = _sending(k, xchg, n, w, cache)
+        pack, cp, fl, xf = _sending(k, xchg, n, w, cache)
         edges = ein + eb + n
         per_edge = (_rate(k, "gamma_gather", 4.0 * (n + halo) * c, cache) * c * 3
                     + _rate(k, "gamma_elem", 4.0 * edges * heads, cache) * heads * 8)
@@ -605,8 +609,8 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
         dense = _dense(k, n, a, c, cache)
         # the edges from owned sources are scored and aggregated while the halo travels, the
         # halo's edges after it; backward in reverse (the halo's edges give the gradients sent)
-        return (_Pass([(dense + pack + cp, owned_part, xf)], halo_part + elementwise),
-                _Pass([(2 * output_ops + 2 * halo_part + cp, 2 * owned_part, xf)],
+        return (_Pass([(dense + pack + cp, owned_part + fl, xf)], halo_part + elementwise),
+                _Pass([(2 * output_ops + 2 * halo_part + cp, 2 * owned_part + fl, xf)],
                       pack + dense * (1 if first else 2)))
     width = min(a, c)
     transform_first = c <= a  # as the layers' "auto" order (nn/conv.py)
@@ -638,7 +642,7 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
     bnd = bnd_edges + _per_row(k, width, np.minimum(agg_rows, eb), cache)
     inner_back = inner_edges + _per_row(k, width, in_rows, cache)
     bnd_back = bnd_edges + _per_row(k, width, np.minimum(halo, eb), cache)
-    pack, cp, x = _sending(k, xchg, n, width, cache)
+    pack, cp, fl, x = _sending(k, xchg, n, width, cache)
     none = 0.0 * n
     pre, post = (dense, none) if transform_first else (none, dense)
     post = post + root_select
@@ -652,12 +656,13 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
         fresh = _per_row(k, width, n, cache) + _per_row(k, width, halo, cache)
         om_adds, mo_adds, mm_adds = (_per_row(k, width, r, cache)
                                      for r in _vertex_cut_adds(w, n, halo))
-        fwd = _Pass([(pre + pack + cp, oo + mo + fresh, x), (mm + mm_adds + cp, om + om_adds, x)],
+        fwd = _Pass([(pre + pack + cp, oo + mo + fresh + fl, x),
+                     (mm + mm_adds + cp, om + om_adds + fl, x)],
                     pack + post + elementwise)
-        back = [(pack + cp, oo + om + fresh, x), (mm + mm_adds + cp, mo + mo_adds, x)]
+        back = [(pack + cp, oo + om + fresh + fl, x), (mm + mm_adds + cp, mo + mo_adds + fl, x)]
     else:
-        fwd = _Pass([(pre + pack + cp, inner, x)], bnd + post + elementwise)
-        back = [(bnd_back + cp, inner_back, x)]
+        fwd = _Pass([(pre + pack + cp, inner + fl, x)], bnd + post + elementwise)
+        back = [(bnd_back + cp, inner_back + fl, x)]
     needs_agg_grad = not first or transform_first
     # the root rows' gradient added into the input's (index_add) where the input needs one
     dense_back = dense_back + (none if first else root_select)

@@ -351,9 +351,10 @@ def test_a_skinny_transform_beyond_the_cache_costs_the_bytes_it_streams():
     assert forward(moved / 4) == pytest.approx(1e-10 * moved)  # streams: its bytes
 
 
-def test_each_byte_exchanged_costs_the_rank_work_that_no_overlap_hides():
-    """``exchange_byte_s`` per byte a rank sends and receives is its own work: it lengthens
-    the step even where compute hides the whole exchange; one rank exchanges nothing."""
+def test_each_byte_exchanged_costs_the_rank_work_while_it_travels():
+    """``exchange_byte_s`` per byte a rank sends and receives is its own work while the
+    exchange travels: it lengthens the step where compute hides the whole exchange, costs
+    nothing where the rank waits for the exchange anyway, and one rank exchanges nothing."""
     spec = ModelSpec("gcn", (8, 4), (1,), dropout=0.0)  # transform first: 2 exchanges a step
     net = Cluster(network=Network(latency_s=0.0, bandwidth_Bps=1e15), ranks_per_host=1)
     busy = {"compute": {"1": {**ONLY_COMM, "gamma_edge": 1e-6}}}  # 20 ms inner aggregation
@@ -365,6 +366,12 @@ def test_each_byte_exchanged_costs_the_rank_work_that_no_overlap_hides():
     # an exchange, forward and backward
     assert charged["forward_s"] - base["forward_s"] == pytest.approx(1e-9 * 16 * 150)
     assert charged["step_s"] - base["step_s"] == pytest.approx(2 * 1e-9 * 16 * 150)
+    # a link so slow that the exchange outlasts the aggregation and its work: the rank
+    # waits for the rows anyway, and the work is done in that wait
+    slow = Cluster(network=Network(latency_s=0.0, bandwidth_Bps=1e4), ranks_per_host=1)
+    waiting, worked = (predict(two_parts(), spec, slow, c) for c in (costs, per_byte))
+    assert waiting["exchange_exposed_s"] > 0.1
+    assert worked["step_s"] == pytest.approx(waiting["step_s"])
     one = workload_from_arrays("edge_cut", [1000], [4000], [0], [[0]], [500])
     assert predict(one, spec, Cluster(), per_byte)["step_s"] == \
         predict(one, spec, Cluster(), costs)["step_s"]
