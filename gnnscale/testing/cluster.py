@@ -498,8 +498,8 @@ exec env -i HOME="$HOME" USER="$USER" LOGNAME="$LOGNAME" SHELL=/bin/sh LANG="${{
         host = self.host(name)
         _sh(["ip", "-n", self.switch, "link", "set", host.port, "up"])
         for other in self.hosts:
-            _sh(["ip", "-n", other.netns, "neigh", "flush", "nud", "failed"], check=False)
-            _sh(["ip", "-n", other.netns, "neigh", "flush", "nud", "incomplete"], check=False)
+            _sh(["ip", "-n", other.netns, "neigh", "flush", "nud", "failed", "nud", "incomplete"],
+                check=False)
         deadline = time.monotonic() + timeout
         while not all(self._operstate(ns, dev) == "UP"
                       for ns, dev in ((host.netns, "eth0"), (self.switch, host.port))):
