@@ -258,7 +258,9 @@ def link_work_megabytes(net: str) -> float:
     what crosses the link in 8 ms where that is less, so that the exchange stays hidden behind
     the measure's aggregation (some 20 ms) and only its work shows, not a wait. Shaped links
     take more work per byte than the unshaped one (the shaping's timers and smaller packets
-    keep interrupting the rank's core while the exchange travels: docs/planning.md)."""
+    keep interrupting the rank's core while the exchange travels: docs/planning.md). The rate
+    is known here; ``calibrate_in_job`` times the link instead
+    (:func:`gnnscale.cli.calibrate.exchange_work_megabytes`)."""
     from gnnscale.testing.cluster import parse_rate
 
     rate = net[3:]

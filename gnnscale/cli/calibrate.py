@@ -587,45 +587,81 @@ def calibrate_in_job(comm, threads: int, scale: float = 1.0, host_cores: int | N
     return costs
 
 
-def exchange_byte_work(comm, hosts: list, megabytes: float = 4.0, repeats: int = 9) -> float:
-    """Collective: seconds of a rank's work per byte it sends and receives in an exchange with
-    the ranks on other hosts (``hosts``: each rank's host name) that travels while the rank
-    aggregates, progressed by the aggregation's tests as the engine's exchanges are: the
-    aggregation's time with the exchange in flight less its time alone (medians, in turns),
-    over the bytes. Each rank sends ``megabytes`` in all, split over its peers elsewhere."""
+#: megabytes a rank sends when its link carries them hidden behind the measuring aggregation
+EXCHANGE_WORK_MEGABYTES = 4.0
+#: the share of the measuring aggregation that the exchange may take on the link
+EXCHANGE_WORK_HIDDEN_SHARE = 0.4
+
+
+def _exchange_work_setup(comm, hosts: list):
+    """The measure's aggregation (some 20 ms: 3.2 million non-zeros, rows 16 wide) and
+    ``counts(megabytes)``: each rank's (send, receive) counts of float32 values, its
+    megabytes split over its peers on other hosts."""
     from ..graph.sparse import SparseBlock
 
-    def values_to(peer: int, sender: int) -> int:
-        """float32 values ``sender`` sends ``peer``: its megabytes over its remote peers."""
+    def values_to(peer: int, sender: int, megabytes: float) -> int:
         if hosts[peer] == hosts[sender]:
             return 0
         remote = sum(host != hosts[sender] for host in hosts)
         return int(megabytes * 2**20 / 4 / remote)
 
-    me = comm.rank
-    send_counts = [values_to(peer, me) for peer in range(comm.size)]
-    recv_counts = [values_to(me, peer) for peer in range(comm.size)]
-    send = torch.zeros(sum(send_counts))
-    # some 20 ms of aggregation (3.2 million non-zeros, rows 16 wide): longer than the
-    # exchange takes on the link, so that only its work shows
+    def counts(megabytes: float) -> tuple[list, list]:
+        me = comm.rank
+        return ([values_to(peer, me, megabytes) for peer in range(comm.size)],
+                [values_to(me, peer, megabytes) for peer in range(comm.size)])
+
     block, rows = SparseBlock(_random_csr(200000, 16, np.random.default_rng(0))), \
         _values(200000, 16)
+    return (lambda: block.matmul(rows)), (lambda test: block.matmul(rows, test)), counts
 
-    def alone():
-        block.matmul(rows)
+
+def _timed(comm, run) -> float:
+    """Collective: the slowest rank's time of ``run()``, started together."""
+    comm.barrier()
+    start = time.perf_counter()
+    run()
+    return comm.allreduce_scalar(time.perf_counter() - start, op="max")
+
+
+def exchange_work_megabytes(comm, hosts: list, repeats: int = 3) -> float:
+    """Collective: the megabytes :func:`exchange_byte_work` has each rank send so that the
+    exchange stays hidden behind its aggregation on this job's links: 4, or what the links
+    carry in 0.4 of the aggregation's time where that is less (both timed alone, medians of
+    ``repeats``), so that only the exchange's work shows, not a wait (a link of 1 Gbit/s
+    carries 4 MB in 35 ms)."""
+    alone, _, counts = _exchange_work_setup(comm, hosts)
+    send_counts, recv_counts = counts(EXCHANGE_WORK_MEGABYTES)
+    send = torch.zeros(sum(send_counts))
+    aggregation = float(np.median([_timed(comm, alone) for _ in range(repeats)]))
+    travel = float(np.median([_timed(comm, lambda: comm.alltoallv_async(
+        send, send_counts, recv_counts).wait()) for _ in range(repeats)]))
+    share = EXCHANGE_WORK_HIDDEN_SHARE * aggregation / travel if travel > 0 else 1.0
+    return EXCHANGE_WORK_MEGABYTES * min(1.0, share)
+
+
+def exchange_byte_work(comm, hosts: list, megabytes: float | None = None,
+                       repeats: int = 9) -> float:
+    """Collective: seconds of a rank's work per byte it sends and receives in an exchange with
+    the ranks on other hosts (``hosts``: each rank's host name) that travels while the rank
+    aggregates, progressed by the aggregation's tests as the engine's exchanges are: the
+    aggregation's time with the exchange in flight less its time alone (medians, in turns),
+    over the bytes. Each rank sends ``megabytes`` in all, split over its peers elsewhere
+    (None: :func:`exchange_work_megabytes`, what stays hidden on these links)."""
+    if megabytes is None:
+        megabytes = exchange_work_megabytes(comm, hosts)
+    alone, with_test, counts = _exchange_work_setup(comm, hosts)
+    send_counts, recv_counts = counts(megabytes)
+    send = torch.zeros(sum(send_counts))
 
     def hidden():
         work = comm.alltoallv_async(send, send_counts, recv_counts)
-        block.matmul(rows, work.test)
+        with_test(work.test)
         work.wait()
 
     times = {alone: [], hidden: []}
     for _ in range(repeats):
         for run in (alone, hidden):
-            comm.barrier()
-            start = time.perf_counter()
-            run()
-            times[run].append(comm.allreduce_scalar(time.perf_counter() - start, op="max"))
+            times[run].append(_timed(comm, run))
     extra = float(np.median(times[hidden][2:])) - float(np.median(times[alone][2:]))
     moved = 4.0 * (sum(send_counts) + sum(recv_counts))
     return max(0.0, extra / moved) if moved else 0.0
@@ -706,7 +742,8 @@ def _tiny_step_residual(comm, data, kind: str, spec, host, costs) -> tuple[float
 
 def _exchange_work_rank_main(constants: str | None = None) -> int:
     """Under an mpirun across hosts: :func:`exchange_byte_work` of this job; rank 0 prints
-    ``{"exchange_byte_s": ..., "hosts": ...}`` and, given a cost model file (read and written
+    ``{"exchange_byte_s": ..., "hosts": ..., "megabytes": ...}`` (what each rank sent:
+    :func:`exchange_work_megabytes`) and, given a cost model file (read and written
     on rank 0's host only), writes the figure into it (the file replaced whole). A bad file,
     or ranks all on one host: one line, exit 2 on every rank."""
     from partitioning.errors import PartitionError
@@ -731,14 +768,16 @@ def _exchange_work_rank_main(constants: str | None = None) -> int:
             print(f"calibrate --exchange-work: {problem}", file=sys.stderr)
         return 2
     torch.set_num_threads(1)
-    per_byte = exchange_byte_work(comm, hosts)
+    megabytes = exchange_work_megabytes(comm, hosts)
+    per_byte = exchange_byte_work(comm, hosts, megabytes)
     if comm.rank == 0:
         if costs is not None:
             from ..engine.checkpoint import write_atomic
 
             costs.exchange_byte_s = per_byte
             write_atomic(Path(constants), json.dumps(costs.to_dict(), indent=1).encode())
-        print(json.dumps({"exchange_byte_s": per_byte, "hosts": len(set(hosts))}))
+        print(json.dumps({"exchange_byte_s": per_byte, "hosts": len(set(hosts)),
+                          "megabytes": megabytes}))
     return 0
 
 

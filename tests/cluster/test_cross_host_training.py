@@ -111,6 +111,7 @@ def test_exchange_work_is_measured_across_hosts_into_a_cost_model_file(cluster, 
     printed = json.loads(done.stdout.strip().splitlines()[-1])
     saved = CostModel.load(path)
     assert printed["hosts"] == 2 and 0 <= printed["exchange_byte_s"] < 1e-7
+    assert 0 < printed["megabytes"] <= 4.0
     assert saved.exchange_byte_s == printed["exchange_byte_s"]
     others = {k: v for k, v in CostModel().to_dict().items() if k != "exchange_byte_s"}
     assert {k: v for k, v in saved.to_dict().items() if k != "exchange_byte_s"} == others
@@ -119,6 +120,22 @@ def test_exchange_work_is_measured_across_hosts_into_a_cost_model_file(cluster, 
     one = run_mpi(2, argv, timeout=120)
     assert one.returncode != 0 and path.read_text() == before
     assert "every rank is on host" in one.stderr and "launch it across two hosts" in one.stderr
+
+
+def test_exchange_work_sends_what_a_slow_link_carries_hidden(cluster):
+    """On links shaped to 100 Mbit/s, 4 MB would take 350 ms against the measure's
+    aggregation of some 20-70 ms: each rank sends what crosses in 0.4 of it instead."""
+    argv = [sys.executable, "-m", "gnnscale.cli.calibrate", "--exchange-work"]
+    for host in cluster.hosts:
+        cluster.set_rate(host.name, "100mbit")
+    try:
+        done = cross_host(cluster, 1, argv, timeout=120)
+    finally:
+        for host in cluster.hosts:
+            cluster.set_rate(host.name, None)
+    assert done.returncode == 0, done.stderr
+    printed = json.loads(done.stdout.strip().splitlines()[-1])
+    assert 0 < printed["megabytes"] < 1.0 and printed["exchange_byte_s"] >= 0
 
 
 def test_each_host_reads_its_own_parts_from_its_own_disk(cluster, one_host, tmp_path):
