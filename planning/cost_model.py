@@ -30,8 +30,8 @@ own and take its own line, ``gamma_nnz_narrow + gamma_edge_narrow w``, where cal
 
 Each product also costs ``g_row`` per output row (``gamma_row``, 0 where not calibrated):
 the rows it writes (the inner block's, forward its rows computed, backward the input's) or
-adds into (the boundary block's rows with a non-zero, at most ``Eb_p``; backward the halo's
-rows), so that a block of one or two non-zeros a row costs more per non-zero than one of ten.
+adds into (the boundary block's rows with a non-zero: the workload's ``boundary_rows``, and
+at most ``Eb_p``; backward the halo's rows), so that a block of one or two non-zeros a row costs more per non-zero than one of ten.
 
 ``pack_p = g_gather out_p w`` gathers the ``out_p`` rows ``p`` sends before posting them
 (forward) and adds the gradients received for them into its rows (backward); a vertex cut packs
@@ -620,10 +620,12 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
         # dropout) only transforms it
         dense = _dense(k, out_rows, a, c, cache) * (2 if spec.name == "sage" else 1)
         return _Pass([], dense + elementwise), _Pass([], dense + 2 * output_ops)
+    bnd_rows = _boundary_rows(w, spec, layer, training, agg_rows, eb)
     if first and not transform_first:
         # an input needing no gradient (the raw features through dropout) is aggregated for
         # every row, the rows computed selected from it (LocalGraph.aggregate_rows)
         ein, eb, agg_rows = w["inner_edges"], w["boundary_edges"], n
+        bnd_rows = _boundary_rows(w, spec, layer, False, agg_rows, eb)
     # transforming first transforms the rows the input holds (SAGE's root transform on the
     # first layer: the rows computed only); aggregating first, the rows computed
     dense = _dense(k, in_rows if transform_first else out_rows, a, c, cache)
@@ -639,7 +641,7 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
     # write the input's rows and the halo's
     inner_edges, bnd_edges = per_edge * (ein + self_loops), per_edge * eb
     inner = inner_edges + _per_row(k, width, agg_rows, cache)
-    bnd = bnd_edges + _per_row(k, width, np.minimum(agg_rows, eb), cache)
+    bnd = bnd_edges + _per_row(k, width, bnd_rows, cache)
     inner_back = inner_edges + _per_row(k, width, in_rows, cache)
     bnd_back = bnd_edges + _per_row(k, width, np.minimum(halo, eb), cache)
     pack, cp, fl, x = _sending(k, xchg, n, width, cache)
@@ -674,6 +676,21 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
     before = b0 + 2 * output_ops + (none if transform_first else dense_back)
     after = pack + (dense_back if transform_first else none)
     return fwd, _Pass([(before, ov0, x0), *rest], after)
+
+
+def _boundary_rows(w: dict, spec: ModelSpec, layer: int, training: bool, agg_rows, eb):
+    """Rows an edge cut's boundary product adds into per rank: the rows aggregated that have a
+    boundary in-edge (the workload's ``boundary_rows``, or ``computed_boundary_rows`` at the
+    levels a training step narrows), at most one per edge; without them as many as the
+    edges, every row at most."""
+    bound = np.minimum(agg_rows, eb)
+    rows = w.get("boundary_rows")
+    computed = w.get("computed_boundary_rows")
+    level = spec.layers - 1 - layer
+    if training and spec.name in ("gcn", "sage") and computed is not None \
+            and level < len(computed):
+        rows = computed[level]
+    return bound if rows is None else np.minimum(bound, rows)
 
 
 def _vertex_cut_blocks(w: dict, edges, self_loops, per_edge) -> list:

@@ -25,6 +25,9 @@ arrays (NumPy only, so the planner never needs torch):
   layers below them compute every row. Vertex cut: one level, the loss's rows selected from
   an aggregation of every master over every edge of the part (``VertexCutGraph`` cannot
   narrow its input); the layers below compute every master.
+* ``boundary_rows[p]`` and ``computed_boundary_rows[k, p]`` (edge cut): the owned rows with a
+  boundary in-edge, the rows the boundary product adds into, of every row and of the rows
+  computed at each level.
 
 :func:`host_sharing` counts, for parts placed ``ranks_per_host`` to a host in order, how many of
 the rows a host's ranks fetch from other hosts are fetched by more than one of them: what a
@@ -71,17 +74,23 @@ def part_workload(graph, partition) -> dict:
                        minlength=p * p).reshape(p, p)
     mask = get_train_mask(graph, g.num_nodes)
     train = np.bincount(owner[mask], minlength=p) if mask is not None else np.zeros(p)
-    computed = None
+    computed = boundary_rows = computed_boundary_rows = None
     if partition.kind == "vertex_cut" and mask is not None:
         computed = ([train], [inner], [boundary])
-    elif mask is not None:
-        computed = _narrowed_rows(owner, src, dst, np.asarray(mask, dtype=bool), p)
+    if partition.kind != "vertex_cut":
+        with_boundary = np.zeros(g.num_nodes, dtype=bool)
+        with_boundary[dst[crossing]] = True
+        boundary_rows = np.bincount(owner[with_boundary], minlength=p)
+        if mask is not None:
+            *computed, computed_boundary_rows = _narrowed_rows(
+                owner, src, dst, np.asarray(mask, dtype=bool), p)
     reader = partition.edge_parts if partition.kind == "vertex_cut" else owner[dst]
     return workload_from_arrays(partition.kind, nodes, inner, boundary, recv, train,
                                 num_nodes=g.num_nodes, num_edges=g.num_edges,
                                 computed=computed,
                                 gather_share=gather_share(reader, src, g.num_nodes, p),
-                                vertex_cut_edges=blocks)
+                                vertex_cut_edges=blocks, boundary_rows=boundary_rows,
+                                computed_boundary_rows=computed_boundary_rows)
 
 
 def gather_share(part_of_edge: np.ndarray, src: np.ndarray, num_nodes: int,
@@ -112,15 +121,18 @@ def gather_share(part_of_edge: np.ndarray, src: np.ndarray, num_nodes: int,
 
 def _narrowed_rows(owner: np.ndarray, src: np.ndarray, dst: np.ndarray, loss_rows: np.ndarray,
                    p: int) -> tuple:
-    """``(rows, inner edges, boundary edges)``, each ``[NARROWED_LEVELS, p]``: what each part
-    computes at each level below the last layer (see the module docstring)."""
+    """``(rows, inner edges, boundary edges, rows with a boundary edge)``, each
+    ``[NARROWED_LEVELS, p]``: what each part computes at each level below the last layer (see
+    the module docstring)."""
     crossing = owner[src] != owner[dst]
+    with_boundary = np.zeros(owner.size, dtype=bool)
+    with_boundary[dst[crossing]] = True
     sent = np.zeros(owner.size, dtype=bool)
     sent[src[crossing]] = True  # read by another part's halo: computed at every level below
     inner_src, inner_dst = src[~crossing], dst[~crossing]
     dst_part = owner[dst]
     chosen = loss_rows.copy()
-    rows, inner, boundary = [], [], []
+    rows, inner, boundary, boundary_rows = [], [], [], []
     for level in range(NARROWED_LEVELS):
         if level:
             below = chosen | sent
@@ -130,13 +142,15 @@ def _narrowed_rows(owner: np.ndarray, src: np.ndarray, dst: np.ndarray, loss_row
         rows.append(np.bincount(owner[chosen], minlength=p))
         inner.append(np.bincount(dst_part[reading & ~crossing], minlength=p))
         boundary.append(np.bincount(dst_part[reading & crossing], minlength=p))
-    return np.array(rows), np.array(inner), np.array(boundary)
+        boundary_rows.append(np.bincount(owner[chosen & with_boundary], minlength=p))
+    return np.array(rows), np.array(inner), np.array(boundary), np.array(boundary_rows)
 
 
 def workload_from_arrays(kind: str, nodes, inner_edges, boundary_edges, recv_rows,
                          train_nodes=None, num_nodes: int | None = None,
                          num_edges: int | None = None, computed: tuple | None = None,
-                         gather_share=None, vertex_cut_edges=None) -> dict:
+                         gather_share=None, vertex_cut_edges=None, boundary_rows=None,
+                         computed_boundary_rows=None) -> dict:
     """Assemble a workload dict from per-part arrays (for tests and hand-made scenarios).
 
     ``computed``: optional ``(rows, inner edges, boundary edges)``, each ``[levels, parts]``,
@@ -146,7 +160,10 @@ def workload_from_arrays(kind: str, nodes, inner_edges, boundary_edges, recv_row
     model takes a part's reads as spread over every row it reads.
     ``vertex_cut_edges``: optional ``[4, parts]``, a vertex cut's edges by block (see the
     module docstring); without it the model overlaps none of its products with its
-    exchanges."""
+    exchanges. ``boundary_rows`` (``[parts]``) and ``computed_boundary_rows`` (``[levels,
+    parts]``): optional, an edge cut's rows with a boundary in-edge (see the module
+    docstring); without them the model takes the boundary product to add into as many rows
+    as it has edges, every row at most."""
     nodes = np.asarray(nodes, dtype=np.float64)
     recv = np.asarray(recv_rows, dtype=np.float64).reshape(nodes.size, nodes.size)
     train = np.zeros_like(nodes) if train_nodes is None else np.asarray(train_nodes, np.float64)
@@ -178,6 +195,15 @@ def workload_from_arrays(kind: str, nodes, inner_edges, boundary_edges, recv_row
                              f"edges by block, summing to inner_edges; got shape "
                              f"{blocks.shape} for a {kind}")
         work["vertex_cut_edges"] = blocks
+    for key, values, ndim in (("boundary_rows", boundary_rows, 1),
+                              ("computed_boundary_rows", computed_boundary_rows, 2)):
+        if values is None:
+            continue
+        values = np.asarray(values, dtype=np.float64)
+        if values.ndim != ndim or values.shape[-1] != nodes.size:
+            raise ValueError(f"{key} must have {ndim} dimension(s), the last of {nodes.size} "
+                             f"parts; got shape {values.shape}")
+        work[key] = values
     return work
 
 

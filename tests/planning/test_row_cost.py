@@ -67,3 +67,37 @@ def test_a_sparse_halo_block_costs_more_per_non_zero_than_a_dense_one():
     assert _rank_work(boundary(1.0), 5e-9)[0] > _rank_work(boundary(0.25), 5e-9)[0]
     assert _rank_work(boundary(1.0), 0.0)[0] == pytest.approx(
         _rank_work(boundary(0.25), 0.0)[0], rel=0.02)  # recv rows change only the packing
+
+
+def test_the_boundary_product_adds_into_the_rows_that_have_a_boundary_edge():
+    """An edge cut's boundary block adds into the owned rows with a boundary in-edge: fewer
+    than its edges where each such row has several (the workload's ``boundary_rows``), and
+    without the count, as many as its edges, every row at most."""
+    recv = np.array([[0.0, 3000.0], [3000.0, 0.0]])
+
+    def work(**rows):
+        return workload_from_arrays("edge_cut", [20_000, 20_000], [100_000, 100_000],
+                                    [12_000, 12_000], recv, **rows)
+
+    bounded = work()
+    counted = work(boundary_rows=[3000, 2000])
+    saved = _rank_work(bounded, 1e-9) - _rank_work(counted, 1e-9)
+    # two layers' forward each add into 12,000 rows without the count, 3,000 and 2,000 with it
+    assert saved == pytest.approx(2 * (12_000 - np.array([3000, 2000])) * 1e-9, rel=1e-9)
+    assert _rank_work(counted, 0.0) == pytest.approx(_rank_work(bounded, 0.0))
+
+
+def test_the_workload_counts_the_rows_with_a_boundary_edge_by_hand():
+    from partitioning import make_partitioner
+    from partitioning.graph import CSRGraph
+    from planning.workload import part_workload
+
+    # nodes 0-3 on part 0, 4-7 on part 1; part 0's node 1 has three in-edges from part 1,
+    # node 2 one; part 1's node 5 has one from part 0 (undirected: each edge both ways)
+    edges = [(0, 1), (1, 2), (2, 3), (4, 5), (5, 6), (6, 7), (1, 4), (1, 6), (1, 7), (2, 5)]
+    src = np.array([a for a, b in edges] + [b for a, b in edges])
+    dst = np.array([b for a, b in edges] + [a for a, b in edges])
+    g = CSRGraph.from_edge_index(src, dst, num_nodes=8)
+    w = part_workload(g, make_partitioner("block", num_parts=2).fit(g))
+    np.testing.assert_array_equal(w["boundary_edges"], [4, 4])
+    np.testing.assert_array_equal(w["boundary_rows"], [2, 4])  # {1, 2} and {4, 5, 6, 7}
