@@ -261,10 +261,10 @@ def link_work_megabytes(net: str) -> float:
     keep interrupting the rank's core while the exchange travels: docs/planning.md). The rate
     is known here; ``calibrate_in_job`` times the link instead
     (:func:`gnnscale.cli.calibrate.exchange_work_megabytes`)."""
+    from gnnscale.cli.calibrate import EXCHANGE_WORK_MEGABYTES as full
     from gnnscale.testing.cluster import parse_rate
 
     rate = net[3:]
-    full = 4.0
     return full if rate == "none" else min(full, parse_rate(rate) / 8 * 0.008 / 2**20)
 
 

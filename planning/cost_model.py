@@ -31,7 +31,8 @@ own and take its own line, ``gamma_nnz_narrow + gamma_edge_narrow w``, where cal
 Each product also costs ``g_row`` per output row (``gamma_row``, 0 where not calibrated):
 the rows it writes (the inner block's, forward its rows computed, backward the input's) or
 adds into (the boundary block's rows with a non-zero: the workload's ``boundary_rows``, and
-at most ``Eb_p``; backward the halo's rows), so that a block of one or two non-zeros a row costs more per non-zero than one of ten.
+at most ``Eb_p``; backward the halo's rows), so that a block of one or two non-zeros a row
+costs more per non-zero than one of ten.
 
 ``pack_p = g_gather out_p w`` gathers the ``out_p`` rows ``p`` sends before posting them
 (forward) and adds the gradients received for them into its rows (backward); a vertex cut packs
@@ -302,9 +303,10 @@ class CostModel:
         exchange_byte_s: work per byte a rank sends to or receives from ranks on other hosts
             in halo exchanges (the network stack's and MPI's copying and progressing), taken
             from the rank's cores while the exchange travels: it adds to the compute the
-            exchange overlaps, and costs nothing where the rank waits for the exchange. 0 unless measured: ``calibrate_in_job`` measures it where
-            the job spans hosts, ``python -m gnnscale.cli.calibrate --exchange-work FILE``
-            under an mpirun across hosts into a file (``exchange_byte_work``).
+            exchange overlaps, and costs nothing where the rank waits for the exchange. 0
+            unless measured: ``calibrate_in_job`` measures it where the job spans hosts,
+            ``python -m gnnscale.cli.calibrate --exchange-work FILE`` under an mpirun across
+            hosts into a file (``exchange_byte_work``).
         bytes_per_value: bytes of a feature value on the wire (4: float32).
         cache_bytes: last-level cache of a host, shared by its ranks (0: no cache model, the
             cached constants for every size).
@@ -589,7 +591,7 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
     last-level cache (bytes)."""
     a, c = spec.widths[layer], spec.widths[layer + 1]
     n = w["nodes"]
-    out_rows, in_rows, agg_rows, ein, eb = _rows_computed(w, spec, layer, training)
+    out_rows, in_rows, agg_rows, ein, eb, bnd_rows = _rows_computed(w, spec, layer, training)
     halo = np.asarray(w["recv_rows"], dtype=np.float64).sum(1)
     first, last = layer == 0, layer == spec.layers - 1
     out_elems = out_rows * c * (1 if last else 2)
@@ -620,12 +622,11 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
         # dropout) only transforms it
         dense = _dense(k, out_rows, a, c, cache) * (2 if spec.name == "sage" else 1)
         return _Pass([], dense + elementwise), _Pass([], dense + 2 * output_ops)
-    bnd_rows = _boundary_rows(w, spec, layer, training, agg_rows, eb)
     if first and not transform_first:
         # an input needing no gradient (the raw features through dropout) is aggregated for
         # every row, the rows computed selected from it (LocalGraph.aggregate_rows)
         ein, eb, agg_rows = w["inner_edges"], w["boundary_edges"], n
-        bnd_rows = _boundary_rows(w, spec, layer, False, agg_rows, eb)
+        bnd_rows = _boundary_rows(w, n, eb)
     # transforming first transforms the rows the input holds (SAGE's root transform on the
     # first layer: the rows computed only); aggregating first, the rows computed
     dense = _dense(k, in_rows if transform_first else out_rows, a, c, cache)
@@ -678,19 +679,16 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
     return fwd, _Pass([(before, ov0, x0), *rest], after)
 
 
-def _boundary_rows(w: dict, spec: ModelSpec, layer: int, training: bool, agg_rows, eb):
-    """Rows an edge cut's boundary product adds into per rank: the rows aggregated that have a
-    boundary in-edge (the workload's ``boundary_rows``, or ``computed_boundary_rows`` at the
-    levels a training step narrows), at most one per edge; without them as many as the
-    edges, every row at most."""
+def _boundary_rows(w: dict, agg_rows, eb, level: int | None = None):
+    """Rows an edge cut's boundary product adds into per rank: the ``agg_rows`` aggregated
+    that have a boundary in-edge (the workload's ``boundary_rows``, or its
+    ``computed_boundary_rows[level]`` for the rows a training step narrows to), at most one
+    per edge of ``eb``; without the count as many as the edges, every row at most."""
     bound = np.minimum(agg_rows, eb)
-    rows = w.get("boundary_rows")
-    computed = w.get("computed_boundary_rows")
-    level = spec.layers - 1 - layer
-    if training and spec.name in ("gcn", "sage") and computed is not None \
-            and level < len(computed):
-        rows = computed[level]
-    return bound if rows is None else np.minimum(bound, rows)
+    counted, computed = w.get("boundary_rows"), w.get("computed_boundary_rows")
+    if level is not None and computed is not None and level < len(computed):
+        counted = computed[level]
+    return bound if counted is None else np.minimum(bound, counted)
 
 
 def _vertex_cut_blocks(w: dict, edges, self_loops, per_edge) -> list:
@@ -733,9 +731,9 @@ def _root_select(k: dict, w: dict, spec: ModelSpec, training: bool, out_rows, in
 
 def _rows_computed(w: dict, spec: ModelSpec, layer: int, training: bool) -> tuple:
     """``(rows computed, rows of the input, rows aggregated, inner edges, boundary edges
-    read)`` per rank for one layer: every row, except in a training step whose workload counts
-    the narrowed rows (``computed_*``, :func:`planning.workload.part_workload`; GCN and SAGE,
-    GAT computes every row). Edge cut: the last layer computes the loss's rows only, each
+    read, rows the boundary edges add into)`` per rank for one layer: every row, except in
+    a training step whose workload counts the narrowed rows (``computed_*``,
+    :func:`planning.workload.part_workload`; GCN and SAGE, GAT computes every row). Edge cut: the last layer computes the loss's rows only, each
     layer below the rows the layer above reads, and each aggregation reads only the in-edges
     of its rows. Vertex cut: every layer aggregates every master over every edge; the last
     layer's output (its bias, its transform where it aggregates first) is the loss's rows
@@ -743,18 +741,20 @@ def _rows_computed(w: dict, spec: ModelSpec, layer: int, training: bool) -> tupl
     n, ein, eb = w["nodes"], w["inner_edges"], w["boundary_edges"]
     levels = np.asarray(w.get("computed_rows", np.zeros((0, n.size))))
     level = spec.layers - 1 - layer
+    every = _boundary_rows(w, n, eb)
     if not training or spec.name not in ("gcn", "sage"):
-        return n, n, n, ein, eb
+        return n, n, n, ein, eb, every
     if w["kind"] == "vertex_cut":
-        return (levels[0] if level == 0 and len(levels) else n), n, n, ein, eb
-    out_rows, in_rows = n, n
+        return (levels[0] if level == 0 and len(levels) else n), n, n, ein, eb, every
+    out_rows, in_rows, bnd_rows = n, n, every
     if level < len(levels):
         out_rows = levels[level]
         ein = np.asarray(w["computed_inner_edges"], dtype=np.float64)[level]
         eb = np.asarray(w["computed_boundary_edges"], dtype=np.float64)[level]
+        bnd_rows = _boundary_rows(w, out_rows, eb, level)
     if layer > 0 and level + 1 < len(levels):
         in_rows = levels[level + 1]
-    return out_rows, in_rows, out_rows, ein, eb
+    return out_rows, in_rows, out_rows, ein, eb, bnd_rows
 
 
 def _outputs(k: dict, kind: str, rows: float, classes: int, cache: float) -> float:

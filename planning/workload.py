@@ -83,7 +83,7 @@ def part_workload(graph, partition) -> dict:
         boundary_rows = np.bincount(owner[with_boundary], minlength=p)
         if mask is not None:
             *computed, computed_boundary_rows = _narrowed_rows(
-                owner, src, dst, np.asarray(mask, dtype=bool), p)
+                owner, src, dst, crossing, with_boundary, np.asarray(mask, dtype=bool), p)
     reader = partition.edge_parts if partition.kind == "vertex_cut" else owner[dst]
     return workload_from_arrays(partition.kind, nodes, inner, boundary, recv, train,
                                 num_nodes=g.num_nodes, num_edges=g.num_edges,
@@ -119,14 +119,12 @@ def gather_share(part_of_edge: np.ndarray, src: np.ndarray, num_nodes: int,
     return share
 
 
-def _narrowed_rows(owner: np.ndarray, src: np.ndarray, dst: np.ndarray, loss_rows: np.ndarray,
-                   p: int) -> tuple:
+def _narrowed_rows(owner: np.ndarray, src: np.ndarray, dst: np.ndarray, crossing: np.ndarray,
+                   with_boundary: np.ndarray, loss_rows: np.ndarray, p: int) -> tuple:
     """``(rows, inner edges, boundary edges, rows with a boundary edge)``, each
     ``[NARROWED_LEVELS, p]``: what each part computes at each level below the last layer (see
-    the module docstring)."""
-    crossing = owner[src] != owner[dst]
-    with_boundary = np.zeros(owner.size, dtype=bool)
-    with_boundary[dst[crossing]] = True
+    the module docstring). ``crossing``: per edge, whether its source is another part's;
+    ``with_boundary``: per node, whether it has such an in-edge."""
     sent = np.zeros(owner.size, dtype=bool)
     sent[src[crossing]] = True  # read by another part's halo: computed at every level below
     inner_src, inner_dst = src[~crossing], dst[~crossing]

@@ -593,10 +593,12 @@ EXCHANGE_WORK_MEGABYTES = 4.0
 EXCHANGE_WORK_HIDDEN_SHARE = 0.4
 
 
-def _exchange_work_setup(comm, hosts: list):
-    """The measure's aggregation (some 20 ms: 3.2 million non-zeros, rows 16 wide) and
-    ``counts(megabytes)``: each rank's (send, receive) counts of float32 values, its
-    megabytes split over its peers on other hosts."""
+def exchange_work_setup(comm, hosts: list) -> tuple:
+    """What :func:`exchange_work_megabytes` and :func:`exchange_byte_work` time, built once
+    for both: ``(alone(), with_test(test), counts(megabytes))``, the measure's aggregation
+    (some 20 ms: 3.2 million non-zeros, rows 16 wide) alone and calling ``test`` between its
+    row blocks, and each rank's (send, receive) counts of float32 values, its megabytes split
+    over its peers on other hosts."""
     from ..graph.sparse import SparseBlock
 
     def values_to(peer: int, sender: int, megabytes: float) -> int:
@@ -623,13 +625,14 @@ def _timed(comm, run) -> float:
     return comm.allreduce_scalar(time.perf_counter() - start, op="max")
 
 
-def exchange_work_megabytes(comm, hosts: list, repeats: int = 3) -> float:
+def exchange_work_megabytes(comm, hosts: list, repeats: int = 3,
+                            setup: tuple | None = None) -> float:
     """Collective: the megabytes :func:`exchange_byte_work` has each rank send so that the
     exchange stays hidden behind its aggregation on this job's links: 4, or what the links
     carry in 0.4 of the aggregation's time where that is less (both timed alone, medians of
     ``repeats``), so that only the exchange's work shows, not a wait (a link of 1 Gbit/s
-    carries 4 MB in 35 ms)."""
-    alone, _, counts = _exchange_work_setup(comm, hosts)
+    carries 4 MB in 35 ms). ``setup``: :func:`exchange_work_setup`'s, built here if None."""
+    alone, _, counts = setup or exchange_work_setup(comm, hosts)
     send_counts, recv_counts = counts(EXCHANGE_WORK_MEGABYTES)
     send = torch.zeros(sum(send_counts))
     aggregation = float(np.median([_timed(comm, alone) for _ in range(repeats)]))
@@ -640,16 +643,18 @@ def exchange_work_megabytes(comm, hosts: list, repeats: int = 3) -> float:
 
 
 def exchange_byte_work(comm, hosts: list, megabytes: float | None = None,
-                       repeats: int = 9) -> float:
+                       repeats: int = 9, setup: tuple | None = None) -> float:
     """Collective: seconds of a rank's work per byte it sends and receives in an exchange with
     the ranks on other hosts (``hosts``: each rank's host name) that travels while the rank
     aggregates, progressed by the aggregation's tests as the engine's exchanges are: the
     aggregation's time with the exchange in flight less its time alone (medians, in turns),
     over the bytes. Each rank sends ``megabytes`` in all, split over its peers elsewhere
-    (None: :func:`exchange_work_megabytes`, what stays hidden on these links)."""
+    (None: :func:`exchange_work_megabytes`, what stays hidden on these links). ``setup``:
+    :func:`exchange_work_setup`'s, built here if None."""
+    setup = setup or exchange_work_setup(comm, hosts)
     if megabytes is None:
-        megabytes = exchange_work_megabytes(comm, hosts)
-    alone, with_test, counts = _exchange_work_setup(comm, hosts)
+        megabytes = exchange_work_megabytes(comm, hosts, setup=setup)
+    alone, with_test, counts = setup
     send_counts, recv_counts = counts(megabytes)
     send = torch.zeros(sum(send_counts))
 
@@ -768,8 +773,9 @@ def _exchange_work_rank_main(constants: str | None = None) -> int:
             print(f"calibrate --exchange-work: {problem}", file=sys.stderr)
         return 2
     torch.set_num_threads(1)
-    megabytes = exchange_work_megabytes(comm, hosts)
-    per_byte = exchange_byte_work(comm, hosts, megabytes)
+    setup = exchange_work_setup(comm, hosts)
+    megabytes = exchange_work_megabytes(comm, hosts, setup=setup)
+    per_byte = exchange_byte_work(comm, hosts, megabytes, setup=setup)
     if comm.rank == 0:
         if costs is not None:
             from ..engine.checkpoint import write_atomic
