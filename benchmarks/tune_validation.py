@@ -548,14 +548,30 @@ def _json_default(value):
     return plain(value)
 
 
+def _bytes_size(text: str) -> int:
+    """``512K``, ``2M``, ``1048576`` -> bytes (argparse type)."""
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    try:
+        value = int(float(text[:-1]) * units[text[-1].upper()]) if text[-1:].upper() in units \
+            else int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size in bytes: {text!r} (e.g. 512K, 2M)")
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"a size must be positive, got {text!r}")
+    return value
+
+
 def repredict(path: Path, args) -> None:
-    """Predictions of every stored cell recomputed from its workload and in-job constants."""
+    """Predictions of every stored cell recomputed from its workload and in-job constants
+    (where these lack the core's own cache, ``--private-cache``'s is recorded and used)."""
     result = json.loads(path.read_text())
     if result.get("cost_model") and not args.cost_model:
         args.cost_model = result["cost_model"]
     for cell in result["cells"]:
         if "link" in cell:
             cell["link"]["bandwidth_Bps"] = model_bandwidth(cell["link"])
+        if args.private_cache is not None:  # jobs that did not record the core's own cache
+            cell["in_job_cost_model"].setdefault("private_cache_bytes", args.private_cache)
         fresh = predict_stored(cell, args, cell["in_job_cost_model"])
         if "link" in cell:
             fresh["predicted_hidden"] = predicted_hidden(fresh)
@@ -833,6 +849,9 @@ def main() -> None:
     parser.add_argument("--repredict", action="store_true",
                         help="recompute every stored cell's predictions with the current model "
                              "(its stored workload and in-job constants), then --report")
+    parser.add_argument("--private-cache", type=_bytes_size, default=None, metavar="BYTES",
+                        help="with --repredict: the cache each core has to itself (512K, 2M) "
+                             "for jobs that did not record it (their host's L2)")
     parser.add_argument("--without", nargs="+", default=[], metavar="CONSTANT",
                         help="with --repredict: predict as if the jobs had not measured these "
                              "compute constants (e.g. the small rows' line: gamma_nnz_narrow "

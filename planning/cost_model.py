@@ -78,6 +78,15 @@ crowd onto rows (Che's approximation, :func:`planning.cache_knee.lru_hit_share`:
 hubs stay in the cache, rarely read rows pass through it), at ``g_agg``'s cached constants,
 and the rest at the ones beyond the cache.
 ``C`` comes from :func:`planning.cache_knee.fit_cache_knee`, at most the cache reported.
+That knee is the aggregation's: its gathers read the same rows again within one product, so
+the rows it keeps are the ones it reuses. Every other op (elementwise passes, dense
+transforms, the rows packed for an exchange, the products' output rows, the loss) streams
+arrays that an earlier op wrote, with the other ranks' and the host's other tenants' arrays
+passing through the shared cache in between: those take ``min(C, private_cache_bytes x
+cores per rank)``, the cache a core has to itself (a core's L2; 0: unknown, ``C`` for every
+op). On a host whose gathers find a knee far beyond the core's own cache (6-12 MiB, L2 512
+KiB), ``C`` for every op under-predicts amazon0601's steps by a third (docs/planning.md,
+"Streaming ops and the core's own cache").
 
 **Step**: a timeline of every rank's passes, forward layers then backward layers in reverse
 (:mod:`planning.shared_cores`). A rank's pass is its work before the post (``pack_p``, the
@@ -178,7 +187,8 @@ OUTPUT_KEYS = ("gamma_loss_row", "gamma_loss_logit", "gamma_eval_row", "gamma_ev
 #: compute constants a cost-model file may lack (each read as documented where it is absent)
 OPTIONAL_COMPUTE_KEYS = MEMORY_KEYS + EDGE_KEYS + NARROW_KEYS + OUTPUT_KEYS
 GLOBAL_KEYS = ("shm_alpha", "shm_beta", "layer_overhead_s")
-OPTIONAL_KEYS = ("exchange_overhead_s", "exchange_byte_s", "cache_bytes")  # absent: defaults
+OPTIONAL_KEYS = ("exchange_overhead_s", "exchange_byte_s", "cache_bytes",  # absent: defaults
+                 "private_cache_bytes")
 MODELS = ("gcn", "sage", "gat")
 DEFAULT_COMPUTE = {"gamma_edge": 1.5e-9, "gamma_flop": 5e-11, "gamma_elem": 1e-9,
                    "gamma_gather": 3e-9}
@@ -309,7 +319,10 @@ class CostModel:
             hosts into a file (``exchange_byte_work``).
         bytes_per_value: bytes of a feature value on the wire (4: float32).
         cache_bytes: last-level cache of a host, shared by its ranks (0: no cache model, the
-            cached constants for every size).
+            cached constants for every size): the knee of the aggregation's rate.
+        private_cache_bytes: the cache each core has to itself (its L2:
+            :func:`gnnscale.cli.calibrate.private_cache_bytes`), at most what every op but the
+            aggregation's gathers counts on (0: unknown, ``cache_bytes``' share for every op).
     """
 
     compute: dict = field(default_factory=lambda: {1: dict(DEFAULT_COMPUTE)})
@@ -320,6 +333,7 @@ class CostModel:
     exchange_byte_s: float = 0.0
     bytes_per_value: int = 4
     cache_bytes: float = 0.0
+    private_cache_bytes: float = 0.0
 
     def __post_init__(self):
         self.compute = {int(t): dict(v) for t, v in self.compute.items()}
@@ -586,9 +600,12 @@ def _per_row(k: dict, width: float, rows, cache: float):
 
 
 def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
-                 training: bool, cache: float) -> tuple[_Pass, _Pass]:
-    """(forward, backward) passes of one layer; ``cache``: each rank's share of its host's
-    last-level cache (bytes)."""
+                 training: bool, cache: float, gather_cache: float | None = None
+                 ) -> tuple[_Pass, _Pass]:
+    """(forward, backward) passes of one layer; ``gather_cache``: each rank's share of its
+    host's last-level cache (bytes), which the aggregation's gathers reuse; ``cache``: what
+    every other op counts on (:func:`stream_cache`; default both alike)."""
+    gather_cache = cache if gather_cache is None else gather_cache
     a, c = spec.widths[layer], spec.widths[layer + 1]
     n = w["nodes"]
     out_rows, in_rows, agg_rows, ein, eb, bnd_rows = _rows_computed(w, spec, layer, training)
@@ -605,7 +622,7 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
         w = c + heads  # each source's transformed row and its attention term
         pack, cp, fl, xf = _sending(k, xchg, n, w, cache)
         edges = ein + eb + n
-        per_edge = (_rate(k, "gamma_gather", 4.0 * (n + halo) * c, cache) * c * 3
+        per_edge = (_rate(k, "gamma_gather", 4.0 * (n + halo) * c, gather_cache) * c * 3
                     + _rate(k, "gamma_elem", 4.0 * edges * heads, cache) * heads * 8)
         owned_part, halo_part = per_edge * (ein + n), per_edge * eb
         dense = _dense(k, n, a, c, cache)
@@ -636,7 +653,7 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
     dense_back = dense * (1 if first else 2)
     root_select = _root_select(k, w, spec, training, out_rows, in_rows, a, cache)
     self_loops = agg_rows if spec.name == "gcn" else 0
-    per_edge = _per_edge(k, w, width, n + halo, cache)
+    per_edge = _per_edge(k, w, width, n + halo, gather_cache)
     # each product's output rows: the inner block's rows fresh; the boundary block adds into
     # its rows with a non-zero (at most one per edge); backward, the transposed products
     # write the input's rows and the halo's
@@ -677,6 +694,14 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
     before = b0 + 2 * output_ops + (none if transform_first else dense_back)
     after = pack + (dense_back if transform_first else none)
     return fwd, _Pass([(before, ov0, x0), *rest], after)
+
+
+def stream_cache(model: CostModel, share: float, cores_per_rank: int = 1) -> float:
+    """The cache a rank's streaming ops count on (every op but the aggregation's gathers): its
+    share of the host's cache (``share``), at most the cache its cores have to themselves
+    (``private_cache_bytes`` each; where unknown, the share)."""
+    own = model.private_cache_bytes * max(1, int(cores_per_rank))
+    return min(share, own) if own > 0 else share
 
 
 def _boundary_rows(w: dict, agg_rows, eb, level: int | None = None):
@@ -820,15 +845,16 @@ def predict(workload: dict, spec: ModelSpec, cluster: Cluster | None = None,
                          senders if coupled else np.zeros_like(senders), hosts,
                          cluster.host_cores, cluster.cores_per_rank)
         return ends.max(axis=1)
-    cache = model.cache_bytes / np.bincount(hosts).max()  # each rank's share of the LLC
+    gathers = model.cache_bytes / np.bincount(hosts).max()  # each rank's share of the LLC
+    cache = stream_cache(model, gathers, cluster.cores_per_rank)
     fwd, bwd, ev, exposed = [], [], [], []
     travel, sent, exchanges = 0.0, 0.0, 0
     for layer, width in enumerate(_exchange_widths(spec)):
-        f, b = _layer_times(workload, spec, layer, k, train_xchg, True, cache)
+        f, b = _layer_times(workload, spec, layer, k, train_xchg, True, cache, gathers)
         if not stale.waits:
             (f, f_travel), (b, b_travel) = _without_waits(f), _without_waits(b)
             background = background + f_travel + b_travel
-        fe, _ = _layer_times(workload, spec, layer, k, xchg, False, cache)
+        fe, _ = _layer_times(workload, spec, layer, k, xchg, False, cache, gathers)
         fwd.append(f.plus(overhead))
         bwd.append(b.plus(overhead))
         ev.append(fe.plus(overhead))

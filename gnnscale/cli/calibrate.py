@@ -12,7 +12,9 @@ data four times the last-level cache, within bounds (:func:`beyond_cache_working
 (``*_mem``; ``gamma_byte``: seconds per byte a skinny GEMM streams from memory), with the
 cache the process effectively has (``cache_bytes``: the knee of the aggregation's rate over a
 ladder of working sets, :func:`measure_cache_knee`, at most the last-level cache reported)
-recorded for the model to choose between them; the training loss and the evaluation's metrics
+recorded for the model to choose between them, beside the cache each core has to itself
+(``private_cache_bytes``, its L2 as sysfs reports it: what the model's streaming ops count
+on); the training loss and the evaluation's metrics
 per row and per logit (``gamma_loss_*``, ``gamma_eval_*``, :mod:`.calibrate_outputs`).
 Each is the median of several runs of several sizes,
 fitted through the origin. ``layer_overhead_s``: a 2-layer GCN training step on a 64-node graph,
@@ -180,17 +182,38 @@ def _through_origin(work, seconds) -> float:
     return float(max(0.0, (work @ seconds) / (work @ work)))
 
 
-def last_level_cache_bytes() -> int:
-    """Size of this host's largest CPU cache (Linux sysfs), or 32 MiB where it cannot be read."""
-    sizes = []
-    for entry in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
+#: where Linux describes the first CPU's caches (one ``index*`` folder per cache)
+SYSFS_CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
+
+
+def _cache_levels() -> dict:
+    """This host's data and unified CPU caches, level -> bytes (Linux sysfs; empty where it
+    cannot be read)."""
+    levels = {}
+    for entry in SYSFS_CACHES.glob("index*"):
         try:
-            text = entry.read_text().strip().upper()
+            if (entry / "type").read_text().strip() == "Instruction":
+                continue
+            text = (entry / "size").read_text().strip().upper()
             unit = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
-            sizes.append(int(text.rstrip("KMG")) * unit)
+            level = int((entry / "level").read_text())
+            levels[level] = max(levels.get(level, 0), int(text.rstrip("KMG")) * unit)
         except (OSError, ValueError):
             continue
-    return max(sizes) if sizes else 32 << 20
+    return levels
+
+
+def last_level_cache_bytes() -> int:
+    """Size of this host's largest CPU cache (Linux sysfs), or 32 MiB where it cannot be read."""
+    return max(_cache_levels().values(), default=32 << 20)
+
+
+def private_cache_bytes() -> int:
+    """Size of the cache each core has to itself (Linux sysfs): the largest data or unified
+    cache below the last level (a core's L2), or 0 where it cannot be read or the host reports
+    one level only."""
+    levels = _cache_levels()
+    return max((size for level, size in levels.items() if level < max(levels)), default=0)
 
 
 #: each beyond-the-cache measurement holds at most this many times its working set at once
@@ -504,7 +527,11 @@ def calibrate(max_threads: int | None = None, scale: float = 1.0, shared_memory:
         llc = last_level_cache_bytes()
         cache = min(float(llc), measure_cache_knee(beyond_cache_working_set(llc),
                                                    knee_rate(compute[1])))
-        say(f"calibrated the cache: {cache / 2**20:.1f} MiB effective ({llc / 2**20:.0f} MiB "
+        own = private_cache_bytes()
+        say(f"calibrated the cache: {cache / 2**20:.1f} MiB effective for the aggregation's "
+            f"gathers ({llc / 2**20:.0f} MiB last-level cache reported; streaming ops count "
+            f"on at most {own / 2**10:.0f} KiB, each core's own)" if own else
+            f"calibrated the cache: {cache / 2**20:.1f} MiB effective ({llc / 2**20:.0f} MiB "
             f"last-level cache reported)")
         steadiness.where = ""
         overhead = layer_overhead()
@@ -522,7 +549,8 @@ def calibrate(max_threads: int | None = None, scale: float = 1.0, shared_memory:
     warning = steadiness.warning()
     if warning:
         say(warning)
-    return CostModel(compute=compute, layer_overhead_s=overhead, cache_bytes=cache, **shm)
+    return CostModel(compute=compute, layer_overhead_s=overhead, cache_bytes=cache,
+                     private_cache_bytes=own, **shm)
 
 
 def measuring_turns(ranks: int, threads: int, host_cores: int) -> list[int]:
@@ -578,7 +606,8 @@ def calibrate_in_job(comm, threads: int, scale: float = 1.0, host_cores: int | N
     # the others measuring at once) times the job's ranks on this host
     on_this_host = sum(host == here for _, _, host in everyone)
     cache = min(float(llc), float(np.median([k for _, k, _ in everyone])) * on_this_host)
-    costs = CostModel(compute={threads: median}, layer_overhead_s=0.0, cache_bytes=cache, **shm)
+    costs = CostModel(compute={threads: median}, layer_overhead_s=0.0, cache_bytes=cache,
+                      private_cache_bytes=private_cache_bytes(), **shm)
     costs.layer_overhead_s, costs.exchange_overhead_s = job_fixed_costs(comm, costs, threads,
                                                                         host_cores, model)
     hosts = [host for _, _, host in everyone]

@@ -73,7 +73,7 @@ def test_tune_refuses_a_bad_cost_model_file(tmp_path, capsys):
                  "--out", str(tmp_path / "t"), "--no-progress", "--no-plot"]) == 0
     assert json.loads((tmp_path / "t.json").read_text())["cost_model"] == {
         **good, "bytes_per_value": 4, "cache_bytes": 0.0, "exchange_overhead_s": 0.0,
-        "exchange_byte_s": 0.0}
+        "exchange_byte_s": 0.0, "private_cache_bytes": 0.0}
 
 
 @pytest.mark.skipif(not FACEBOOK.is_dir(), reason="SNAP facebook not available")
