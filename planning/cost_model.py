@@ -84,9 +84,9 @@ transforms, the rows packed for an exchange, the products' output rows, the loss
 arrays that an earlier op wrote, with the other ranks' and the host's other tenants' arrays
 passing through the shared cache in between: those take ``min(C, private_cache_bytes x
 cores per rank)``, the cache a core has to itself (a core's L2; 0: unknown, ``C`` for every
-op). On a host whose gathers find a knee far beyond the core's own cache (6-12 MiB, L2 512
-KiB), ``C`` for every op under-predicts amazon0601's steps by a third (docs/planning.md,
-"Streaming ops and the core's own cache").
+op). Where the gathers find a knee far beyond the core's own cache (3.5-32 MiB against an L2
+of 512 KiB), ``C`` for every op under-predicted amazon0601's steps: a step error of 16.6-27.3%
+where this gives 8.0-15.5% (docs/planning.md, "Streaming ops and the core's own cache").
 
 **Step**: a timeline of every rank's passes, forward layers then backward layers in reverse
 (:mod:`planning.shared_cores`). A rank's pass is its work before the post (``pack_p``, the
