@@ -71,10 +71,15 @@ def test_calibrate_warns_on_a_busy_host_only(host, monkeypatch):
     monkeypatch.setattr(cal.subprocess, "run", fake_alltoallv(small))
     monkeypatch.setattr(cal, "MAX_WORKING_SET", 16 << 20)  # the smallest beyond-cache size
     said = []
-    cal.calibrate(max_threads=1, scale=0.02, say=said.append)
+    costs = cal.calibrate(max_threads=1, scale=0.02, say=said.append)
     warnings = [line for line in said if line.startswith("warning")]
     if host == "steady":
         assert warnings == [], said
+        # the cache each core has to itself is recorded and said beside the knee
+        assert costs.private_cache_bytes == cal.private_cache_bytes()
+        cache_line = next(line for line in said if line.startswith("calibrated the cache"))
+        own = costs.private_cache_bytes
+        assert (f"at most {own / 2**10:.0f} KiB, each core's own" in cache_line) == (own > 0)
         return
     assert len(warnings) == 1, said
     assert "worst 43.0x: shared-memory alltoallv of 8 B" in warnings[0], warnings[0]

@@ -164,10 +164,12 @@ def test_calibrate_in_job_on_two_ranks(tmp_path):
     values = lines[0]
     assert set(values["compute"]) == {"1"} and values["shm_alpha"] > 0
     assert values["layer_overhead_s"] >= 0
-    from gnnscale.cli.calibrate import last_level_cache_bytes
+    from gnnscale.cli.calibrate import last_level_cache_bytes, private_cache_bytes
 
     # the knee both ranks measured, times the 2 ranks on this host: within the cache reported
     assert 0 < values["cache_bytes"] <= last_level_cache_bytes()
+    # and the cache each core has to itself, which the streaming ops count on
+    assert values["private_cache_bytes"] == private_cache_bytes()
     # SAGE's own tiny steps give its fixed costs; a model the cost model lacks is refused
     sage = [x.split()[1:] for x in done.stdout.splitlines() if x.startswith("sage ")]
     assert len(sage) == 2 and all(0 <= float(v) < 1 for v in sage[0])
