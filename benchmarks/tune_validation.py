@@ -550,10 +550,10 @@ def _json_default(value):
 
 def _bytes_size(text: str) -> int:
     """``512K``, ``2M``, ``1048576`` -> bytes (argparse type)."""
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    from gnnscale.cli.calibrate import size_bytes
+
     try:
-        value = int(float(text[:-1]) * units[text[-1].upper()]) if text[-1:].upper() in units \
-            else int(text)
+        value = size_bytes(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a size in bytes: {text!r} (e.g. 512K, 2M)")
     if value <= 0:

@@ -600,12 +600,10 @@ def _per_row(k: dict, width: float, rows, cache: float):
 
 
 def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
-                 training: bool, cache: float, gather_cache: float | None = None
-                 ) -> tuple[_Pass, _Pass]:
+                 training: bool, cache: float, gather_cache: float) -> tuple[_Pass, _Pass]:
     """(forward, backward) passes of one layer; ``gather_cache``: each rank's share of its
     host's last-level cache (bytes), which the aggregation's gathers reuse; ``cache``: what
-    every other op counts on (:func:`stream_cache`; default both alike)."""
-    gather_cache = cache if gather_cache is None else gather_cache
+    every other op counts on (:func:`stream_cache`)."""
     a, c = spec.widths[layer], spec.widths[layer + 1]
     n = w["nodes"]
     out_rows, in_rows, agg_rows, ein, eb, bnd_rows = _rows_computed(w, spec, layer, training)

@@ -186,6 +186,14 @@ def _through_origin(work, seconds) -> float:
 SYSFS_CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
 
 
+def size_bytes(text: str) -> int:
+    """``512K``, ``2M``, ``1G`` (binary units, as sysfs writes cache sizes) or plain bytes ->
+    bytes; ValueError where it is none of these."""
+    text = text.strip().upper()
+    unit = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:])
+    return int(float(text[:-1]) * unit) if unit else int(text)
+
+
 def _cache_levels() -> dict:
     """This host's data and unified CPU caches, level -> bytes (Linux sysfs; empty where it
     cannot be read)."""
@@ -194,10 +202,9 @@ def _cache_levels() -> dict:
         try:
             if (entry / "type").read_text().strip() == "Instruction":
                 continue
-            text = (entry / "size").read_text().strip().upper()
-            unit = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+            size = size_bytes((entry / "size").read_text())
             level = int((entry / "level").read_text())
-            levels[level] = max(levels.get(level, 0), int(text.rstrip("KMG")) * unit)
+            levels[level] = max(levels.get(level, 0), size)
         except (OSError, ValueError):
             continue
     return levels
@@ -528,11 +535,10 @@ def calibrate(max_threads: int | None = None, scale: float = 1.0, shared_memory:
         cache = min(float(llc), measure_cache_knee(beyond_cache_working_set(llc),
                                                    knee_rate(compute[1])))
         own = private_cache_bytes()
-        say(f"calibrated the cache: {cache / 2**20:.1f} MiB effective for the aggregation's "
-            f"gathers ({llc / 2**20:.0f} MiB last-level cache reported; streaming ops count "
-            f"on at most {own / 2**10:.0f} KiB, each core's own)" if own else
-            f"calibrated the cache: {cache / 2**20:.1f} MiB effective ({llc / 2**20:.0f} MiB "
-            f"last-level cache reported)")
+        gathers, streams = (" for the aggregation's gathers", f"; streaming ops count on at "
+                            f"most {own / 2**10:.0f} KiB, each core's own") if own else ("", "")
+        say(f"calibrated the cache: {cache / 2**20:.1f} MiB effective{gathers} "
+            f"({llc / 2**20:.0f} MiB last-level cache reported{streams})")
         steadiness.where = ""
         overhead = layer_overhead()
         defaults = CostModel()
