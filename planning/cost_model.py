@@ -184,8 +184,17 @@ SMALL_ROWS_BELOW = 16
 # row and per logit, and the evaluation's metrics per row and per logit; absent: 10
 # elementwise ops per logit for each
 OUTPUT_KEYS = ("gamma_loss_row", "gamma_loss_logit", "gamma_eval_row", "gamma_eval_logit")
+# Optional per thread count, per value, cached and beyond the cache: the dropout kernel
+# (gnnscale/nn/dropout.py: a mask hashed from each element's index, the raw features' dropout
+# and an unfused ReLU-dropout), and the fused ReLU-dropout-linear pass between two layers
+# (gnnscale/nn/fused_transform.py) forward and backward beyond its products; absent: the
+# elementwise ops they replace (1, 2 and 4 per value)
+ACTIVATION_KEYS = ("gamma_dropout", "gamma_dropout_mem", "gamma_activation",
+                   "gamma_activation_mem", "gamma_activation_back", "gamma_activation_back_mem")
+#: elementwise ops per value each activation constant stands for where it is absent
+ACTIVATION_ELEMS = {"gamma_dropout": 1.0, "gamma_activation": 2.0, "gamma_activation_back": 4.0}
 #: compute constants a cost-model file may lack (each read as documented where it is absent)
-OPTIONAL_COMPUTE_KEYS = MEMORY_KEYS + EDGE_KEYS + NARROW_KEYS + OUTPUT_KEYS
+OPTIONAL_COMPUTE_KEYS = MEMORY_KEYS + EDGE_KEYS + NARROW_KEYS + OUTPUT_KEYS + ACTIVATION_KEYS
 GLOBAL_KEYS = ("shm_alpha", "shm_beta", "layer_overhead_s")
 OPTIONAL_KEYS = ("exchange_overhead_s", "exchange_byte_s", "cache_bytes",  # absent: defaults
                  "private_cache_bytes")
@@ -371,6 +380,10 @@ class CostModel:
                   "gamma_nnz_narrow": 0.0, "gamma_edge_narrow": 0.0,
                   "gamma_nnz_narrow_mem": given.get("gamma_nnz_narrow", 0.0),
                   "gamma_edge_narrow_mem": given.get("gamma_edge_narrow", 0.0), **given}
+        for key, elems in ACTIVATION_ELEMS.items():  # absent: the elementwise ops replaced
+            values.setdefault(key, elems * values["gamma_elem"])
+            values.setdefault(f"{key}_mem", elems * values["gamma_elem_mem"]
+                              if key not in given else values[key])
         return {k: v * factor for k, v in values.items()}
 
     def to_dict(self) -> dict:
@@ -609,12 +622,11 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
     out_rows, in_rows, agg_rows, ein, eb, bnd_rows = _rows_computed(w, spec, layer, training)
     halo = np.asarray(w["recv_rows"], dtype=np.float64).sum(1)
     first, last = layer == 0, layer == spec.layers - 1
-    out_elems = out_rows * c * (1 if last else 2)
     in_elems = n * a if training and first and spec.dropout else 0 * n
-    # the output's bias, activation and dropout (twice backward), and the input dropout of
-    # the raw features, which need no gradient: forward only
-    output_ops = _rate(k, "gamma_elem", 4.0 * n * c, cache) * out_elems
-    elementwise = output_ops + _rate(k, "gamma_elem", 4.0 * n * a, cache) * in_elems
+    # the output's bias, activation and dropout, and the input dropout of the raw features,
+    # which need no gradient: forward only
+    output_ops, output_back = _output_passes(k, spec, layer, training, out_rows, n, cache)
+    elementwise = output_ops + _rate(k, "gamma_dropout", 4.0 * n * a, cache) * in_elems
     if spec.name == "gat":
         heads = spec.heads[layer]
         w = c + heads  # each source's transformed row and its attention term
@@ -627,7 +639,7 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
         # the edges from owned sources are scored and aggregated while the halo travels, the
         # halo's edges after it; backward in reverse (the halo's edges give the gradients sent)
         return (_Pass([(dense + pack + cp, owned_part + fl, xf)], halo_part + elementwise),
-                _Pass([(2 * output_ops + 2 * halo_part + cp, 2 * owned_part + fl, xf)],
+                _Pass([(output_back + 2 * halo_part + cp, 2 * owned_part + fl, xf)],
                       pack + dense * (1 if first else 2)))
     width = min(a, c)
     transform_first = c <= a  # as the layers' "auto" order (nn/conv.py)
@@ -636,7 +648,7 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
         # constant inputs), halo exchange included: evaluation (and training without input
         # dropout) only transforms it
         dense = _dense(k, out_rows, a, c, cache) * (2 if spec.name == "sage" else 1)
-        return _Pass([], dense + elementwise), _Pass([], dense + 2 * output_ops)
+        return _Pass([], dense + elementwise), _Pass([], dense + output_back)
     if first and not transform_first:
         # an input needing no gradient (the raw features through dropout) is aggregated for
         # every row, the rows computed selected from it (LocalGraph.aggregate_rows)
@@ -685,13 +697,35 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
     # the root rows' gradient added into the input's (index_add) where the input needs one
     dense_back = dense_back + (none if first else root_select)
     if not needs_agg_grad:
-        return fwd, _Pass([], dense_back + 2 * output_ops)
+        return fwd, _Pass([], dense_back + output_back)
     # backward runs the layer in reverse: elementwise, then the dense transform's gradient where
     # it came last, the aggregation's (its exchange), then the transform's where it came first
     (b0, ov0, x0), rest = back[0], back[1:]
-    before = b0 + 2 * output_ops + (none if transform_first else dense_back)
+    before = b0 + output_back + (none if transform_first else dense_back)
     after = pack + (dense_back if transform_first else none)
     return fwd, _Pass([(before, ov0, x0), *rest], after)
+
+
+def _output_passes(k: dict, spec: ModelSpec, layer: int, training: bool, out_rows, n,
+                   cache: float) -> tuple:
+    """Seconds of a layer's output passes per rank, (forward, backward): the last layer's bias
+    (``gamma_elem`` a value; twice backward); below it, in training with dropout, ReLU and the
+    next layer's input dropout, fused with the next layer's transform where that layer (GCN,
+    SAGE) transforms first (``gamma_activation``, ``gamma_activation_back`` a value, its
+    products being the next layer's dense terms), else the dropout kernel and the bias
+    (``gamma_dropout`` + ``gamma_elem`` forward, 4 ``gamma_elem`` backward); in evaluation 2
+    ``gamma_elem`` forward."""
+    c = spec.widths[layer + 1]
+    values, working = out_rows * c, 4.0 * n * c
+    elem = _rate(k, "gamma_elem", working, cache)
+    if layer == spec.layers - 1:
+        return elem * values, 2 * elem * values
+    if not (training and spec.dropout):
+        return 2 * elem * values, 4 * elem * values
+    if spec.name in ("gcn", "sage") and spec.widths[layer + 2] <= c:  # the next transforms first
+        return (_rate(k, "gamma_activation", working, cache) * values,
+                _rate(k, "gamma_activation_back", working, cache) * values)
+    return (_rate(k, "gamma_dropout", working, cache) + elem) * values, 4 * elem * values
 
 
 def stream_cache(model: CostModel, share: float, cores_per_rank: int = 1) -> float:

@@ -260,10 +260,16 @@ def compute_constants(threads: int, scale: float = 1.0, cache_bytes: int | None 
     cached = _constants_at(lambda n: max(1000, int(n * scale)), cached=True)
     beyond = beyond_cache_working_set(cache_bytes or last_level_cache_bytes(), measuring_at_once)
     memory = _constants_at(lambda n: n, cached=False, working_set=beyond)
+    from .calibrate_activation import activation_constants
     from .calibrate_outputs import output_constants
 
+    flop = cached["gamma_flop"]
+    in_cache = [max(1 << 14, int(n * scale)) for n in ELEMENT_VALUES[:2]]
+    activation = {**activation_constants(_median_time, _through_origin, in_cache, "", flop),
+                  **activation_constants(_median_time, _through_origin, [beyond // 4], "_mem",
+                                         flop)}
     outputs = output_constants(_interleaved_median_times, per_edge_and_value, scale)
-    return {**cached, **memory, **outputs}
+    return {**cached, **memory, **activation, **outputs}
 
 
 #: the aggregation the cache knee is measured with: its width, its degree, and its ladder's
@@ -324,6 +330,10 @@ def _random_csr(n: int, degree: int, rng) -> "sp.csr_matrix":
     return sp.csr_matrix((np.ones(n * degree, np.float32), indices, indptr), shape=(n, n))
 
 
+#: values of each array the elementwise constant is timed on in the cache
+ELEMENT_VALUES = (1 << 18, 1 << 20, 1 << 22)
+
+
 def _constants_at(size, cached: bool, working_set: int = 0) -> dict:
     """The constants of :func:`compute_constants` at one set of sizes."""
     from ..graph.sparse import SparseBlock
@@ -339,7 +349,7 @@ def _constants_at(size, cached: bool, working_set: int = 0) -> dict:
         aggregations = [(size(n), deg, w) for n, deg, w in
                         ((40000, 10, 16), (10000, 20, 64), (5000, 10, 128), (40000, 2, 16),
                          (40000, 10, 4), (40000, 10, 8))]
-        elements = [max(1 << 14, size(n)) for n in (1 << 18, 1 << 20, 1 << 22)]
+        elements = [max(1 << 14, size(n)) for n in ELEMENT_VALUES]
         gathered = [(size(rows), w) for rows, w in ((20000, 16), (100000, 64))]
     else:  # every gathered row, array or table beyond the cache
         aggregations = [(working_set // (4 * w), deg, w)

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from partitioning import PartitionError, make_partitioner
-from planning.cost_model import (NARROW_KEYS, Cluster, CostModel, ModelSpec, Network,
-                                 allreduce_time, predict)
+from planning.cost_model import (ACTIVATION_ELEMS, NARROW_KEYS, Cluster, CostModel,
+                                 ModelSpec, Network, allreduce_time, predict)
 from planning.tune import (explain, format_sweep_table, plot_sweep, recommend, runners_up,
                            sweep, write_json)
 from planning.workload import part_workload, workload_from_arrays
@@ -222,7 +222,10 @@ def test_cost_model_file_round_trip_and_refusals(tmp_path):
                       "gamma_row": 0.0, "gamma_row_mem": 0.0,  # nor the per-row one
                       **{k: 0.0 for k in NARROW_KEYS},  # nor the small rows' line
                       **{f"{k}_mem": costs.compute[1][k] / 2
-                         for k in ("gamma_edge", "gamma_elem", "gamma_gather")}}
+                         for k in ("gamma_edge", "gamma_elem", "gamma_gather")},
+                      # nor the dropout and activation ones: the elementwise ops they replace
+                      **{f"{k}{suffix}": elems * costs.compute[1]["gamma_elem"] / 2
+                         for k, elems in ACTIVATION_ELEMS.items() for suffix in ("", "_mem")}}
     values = costs.to_dict()
     values["compute"]["1"]["gamma_egde_mem"] = 1e-9
     with pytest.raises(PartitionError, match=r"unknown constant compute\[1\].gamma_egde_mem"):
