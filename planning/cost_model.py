@@ -42,8 +42,14 @@ of ``X_p`` as time the exchange travels. ``dense = g_flop 2 N_p a c`` (twice for
 weights), ``dense_back`` is the weight gradient plus, above the first layer, the input
 gradient; the bracket is absent where the aggregated input needs no gradient (the first
 layer aggregating raw features); ``elementwise`` is the output's bias, activation and
-dropout and, on the first layer in training, the raw features' dropout, ``elementwise'``
-twice the output's ops only (the raw features need no gradient). GAT exchanges width ``H C +
+dropout and, on the first layer in training, the raw features' dropout (``gamma_dropout`` a
+value: the mask is hashed from each element's index), ``elementwise'`` the output's ops
+backward only (the raw features need no gradient). Between two layers in training, ReLU and
+the next layer's input dropout run fused with the next layer's transform where that layer
+(GCN, SAGE) transforms first: ``gamma_activation`` a value forward and
+``gamma_activation_back`` backward, beyond the products, which are the next layer's dense
+terms; elsewhere the dropout kernel and the bias forward, four elementwise ops backward
+(:func:`_output_passes`). GAT exchanges width ``H C +
 H`` and works per edge (``g_gather H C`` x 3 forward, x 6 backward): the edges from owned
 sources (and self loops) while the exchange travels, the halo's after it. A vertex cut
 (DistGNN) exchanges twice per aggregation (master -> mirrors, partial sums -> masters). Its
