@@ -2,12 +2,13 @@
 (``gnnscale tune --calibrate``), per value, cached and beyond the cache.
 
 The engine's dropout hashes each element's index into its mask (:mod:`gnnscale.nn.dropout`):
-a pass that computes more than it moves, 0.7-1.5 ns a value here where an elementwise op
-(``gamma_elem``) takes 0.2-0.4. Between two layers ReLU, the next layer's input dropout and
-its transform run fused, a block of rows at a time (:mod:`gnnscale.nn.fused_transform`);
-backward activates each block again, masks the gradient and forms the products' gradients
-block by block: some 8 ns a value of a 16-wide activation here, where the four elementwise
-passes it replaces come to 1.5. Each is timed as the engine runs it (rows 16 wide, as a
+a pass that computes more than it moves. Between two layers ReLU, the next layer's input
+dropout and its transform run fused, a block of rows at a time
+(:mod:`gnnscale.nn.fused_transform`); backward activates each block again, masks the gradient
+and forms the products' gradients block by block. The jobs of a sweep on two cores of an AMD
+EPYC host timed the dropout at 0.75-1.33 ns a value and the fused pass at 4.1-9.5 backward,
+where an elementwise op (``gamma_elem``) took 0.30-0.48 (docs/planning.md, "Dropout and the
+activation between layers"). Each is timed as the engine runs it (rows 16 wide, as a
 hidden layer's), the fused pass with a bias and every gradient asked for, as in training;
 its products are the next layer's dense terms in the model, so their flops at ``gamma_flop``
 are taken off.
