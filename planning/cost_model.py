@@ -285,6 +285,11 @@ class ModelSpec:
     def layers(self) -> int:
         return len(self.widths) - 1
 
+    def transforms_first(self, layer: int) -> bool:
+        """Whether GCN's or SAGE's layer ``layer`` transforms before it aggregates: it narrows
+        its rows (``order="auto"``, gnnscale/nn/conv.py)."""
+        return self.widths[layer + 1] <= self.widths[layer]
+
     def layer_weights(self) -> list[int]:
         """Parameters of each layer."""
         out = []
@@ -648,7 +653,7 @@ def _layer_times(w: dict, spec: ModelSpec, layer: int, k: dict, xchg: _Exchange,
                 _Pass([(output_back + 2 * halo_part + cp, 2 * owned_part + fl, xf)],
                       pack + dense * (1 if first else 2)))
     width = min(a, c)
-    transform_first = c <= a  # as the layers' "auto" order (nn/conv.py)
+    transform_first = spec.transforms_first(layer)
     if first and not transform_first and not (training and spec.dropout):
         # the aggregate of the raw features is computed once and kept (RankGraph's cache of
         # constant inputs), halo exchange included: evaluation (and training without input
@@ -728,7 +733,7 @@ def _output_passes(k: dict, spec: ModelSpec, layer: int, training: bool, out_row
         return elem * values, 2 * elem * values
     if not (training and spec.dropout):
         return 2 * elem * values, 4 * elem * values
-    if spec.name in ("gcn", "sage") and spec.widths[layer + 2] <= c:  # the next transforms first
+    if spec.name in ("gcn", "sage") and spec.transforms_first(layer + 1):
         return (_rate(k, "gamma_activation", working, cache) * values,
                 _rate(k, "gamma_activation_back", working, cache) * values)
     return (_rate(k, "gamma_dropout", working, cache) + elem) * values, 4 * elem * values

@@ -223,7 +223,7 @@ def _layer_floats(spec, layer: int, a: int, c: int) -> tuple[float, float, float
     without input dropout, by every training step; it lives across steps and leaves no holes.
     """
     last = layer == spec.layers - 1
-    transform_first = c <= a
+    transform_first = spec.transforms_first(layer)
     dropped_input = layer == 0 and spec.dropout > 0.0
     constant = float(a) if layer == 0 and not transform_first else 0.0
     if layer == 0:
