@@ -279,3 +279,54 @@ def test_a_shaped_links_tcp_payload_share_is_what_the_probe_measured():
         if link["rate"] in ("1gbit", "100mbit"):
             nominal = parse_rate(link["rate"]) / 1e9
             assert link["gbit_per_s"] / nominal == pytest.approx(tcp_payload_share(), rel=0.02)
+
+
+def _tx_packets_and_bytes(cluster, host: str) -> tuple[int, int]:
+    shown = subprocess.run(["ip", "-n", cluster.host(host).netns, "-j", "-s", "link", "show",
+                            "eth0"], capture_output=True, text=True, check=True).stdout
+    tx = json.loads(shown)[0]["stats64"]["tx"]
+    return tx["packets"], tx["bytes"]
+
+
+def test_a_connection_opened_before_the_shaping_sends_the_shaped_packets(cluster, tmp_path):
+    """MPI opens its connections when a job starts, before a benchmark shapes the link. A TCP
+    connection takes its packet size from the link when it is opened; one of the unshaped
+    link's 64 KiB would not fit a shaped link's bucket (32 KiB at 1 Gbit/s), and tbf would
+    split it into single frames, costing both cores many times the work per byte. Shaping
+    renews every open connection's packet size: the same connection, opened unshaped, sends
+    packets of about the shaped size (12.5 KB at 1 Gbit/s) once the link is shaped."""
+    from gnnscale.testing.cluster import shaped_packet_bytes
+
+    ready, go = tmp_path / "ready", tmp_path / "go"
+    receiver = cluster.popen("node1", [sys.executable, "-c", (
+        "import socket\n"
+        "s = socket.create_server(('0.0.0.0', 47311)); c, _ = s.accept()\n"
+        "while c.recv(1 << 20): pass\n")], stdout=subprocess.DEVNULL)
+    sender = cluster.popen("node0", [sys.executable, "-c", (
+        "import os, socket, time, sys\n"
+        f"ready, go = {str(ready)!r}, {str(go)!r}\n"
+        "for _ in range(500):\n"
+        "    try: c = socket.create_connection(('node1', 47311)); break\n"
+        "    except OSError: time.sleep(0.01)\n"
+        "c.sendall(bytes(1 << 20)); open(ready, 'w').close()\n"
+        "while not os.path.exists(go): time.sleep(0.01)\n"
+        "c.sendall(bytes(4 << 20)); c.close()\n")])
+    try:
+        deadline = time.monotonic() + 30
+        while not ready.exists():
+            assert sender.poll() is None and time.monotonic() < deadline, "the sender stopped"
+            time.sleep(0.01)
+        cluster.set_rate("node0", "1gbit")
+        packets, sent = _tx_packets_and_bytes(cluster, "node0")
+        go.touch()
+        assert sender.wait(timeout=30) == 0
+        after = _tx_packets_and_bytes(cluster, "node0")
+    finally:
+        cluster.set_rate("node0", None)
+        for proc in (sender, receiver):
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    per_packet = (after[1] - sent) / (after[0] - packets)
+    # tbf's split leaves frames of 1514 bytes; the shaped packets carry 8 frames' payload
+    assert per_packet > shaped_packet_bytes(int(1e9)) / 2, per_packet
