@@ -523,9 +523,18 @@ exec env -i HOME="$HOME" USER="$USER" LOGNAME="$LOGNAME" SHELL=/bin/sh LANG="${{
 
     def link_bytes(self, name: str) -> tuple[int, int]:
         """(bytes sent, bytes received) on host ``name``'s link so far."""
-        stats = _sh(["ip", "-n", self.host(name).netns, "-j", "-s", "link", "show", "eth0"])
-        counters = json.loads(stats.stdout)[0]["stats64"]
+        counters = self._link_counters(name)
         return counters["tx"]["bytes"], counters["rx"]["bytes"]
+
+    def link_packets(self, name: str) -> tuple[int, int]:
+        """(packets sent, packets received) on host ``name``'s link so far (a packet of
+        several frames counts once)."""
+        counters = self._link_counters(name)
+        return counters["tx"]["packets"], counters["rx"]["packets"]
+
+    def _link_counters(self, name: str) -> dict:
+        stats = _sh(["ip", "-n", self.host(name).netns, "-j", "-s", "link", "show", "eth0"])
+        return json.loads(stats.stdout)[0]["stats64"]
 
     # --- running things ----------------------------------------------------------------------
 

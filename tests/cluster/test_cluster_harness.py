@@ -281,18 +281,11 @@ def test_a_shaped_links_tcp_payload_share_is_what_the_probe_measured():
             assert link["gbit_per_s"] / nominal == pytest.approx(tcp_payload_share(), rel=0.02)
 
 
-def _tx_packets_and_bytes(cluster, host: str) -> tuple[int, int]:
-    shown = subprocess.run(["ip", "-n", cluster.host(host).netns, "-j", "-s", "link", "show",
-                            "eth0"], capture_output=True, text=True, check=True).stdout
-    tx = json.loads(shown)[0]["stats64"]["tx"]
-    return tx["packets"], tx["bytes"]
-
-
 def test_a_connection_opened_before_the_shaping_sends_the_shaped_packets(cluster, tmp_path):
     """MPI opens its connections when a job starts, before a benchmark shapes the link. A TCP
     connection takes its packet size from the link when it is opened; one of the unshaped
     link's 64 KiB would not fit a shaped link's bucket (32 KiB at 1 Gbit/s), and tbf would
-    split it into single frames, costing both cores many times the work per byte. Shaping
+    split it into single frames, costing the cores about twice the work per byte. Shaping
     renews every open connection's packet size: the same connection, opened unshaped, sends
     packets of about the shaped size (12.5 KB at 1 Gbit/s) once the link is shaped."""
     from gnnscale.testing.cluster import shaped_packet_bytes
@@ -317,16 +310,16 @@ def test_a_connection_opened_before_the_shaping_sends_the_shaped_packets(cluster
             assert sender.poll() is None and time.monotonic() < deadline, "the sender stopped"
             time.sleep(0.01)
         cluster.set_rate("node0", "1gbit")
-        packets, sent = _tx_packets_and_bytes(cluster, "node0")
+        packets, sent = cluster.link_packets("node0")[0], cluster.link_bytes("node0")[0]
         go.touch()
         assert sender.wait(timeout=30) == 0
-        after = _tx_packets_and_bytes(cluster, "node0")
+        after = cluster.link_packets("node0")[0], cluster.link_bytes("node0")[0]
     finally:
         cluster.set_rate("node0", None)
         for proc in (sender, receiver):
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    per_packet = (after[1] - sent) / (after[0] - packets)
+    per_packet = (after[1] - sent) / (after[0] - packets)  # bytes per packet sent
     # tbf's split leaves frames of 1514 bytes; the shaped packets carry 8 frames' payload
     assert per_packet > shaped_packet_bytes(int(1e9)) / 2, per_packet
