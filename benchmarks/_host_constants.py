@@ -11,7 +11,10 @@ different constants, whereas ``gnnscale tune`` compares them with one calibratio
 The measured order of the partitioners is only as good as the measurements: where two
 partitioners' steps lie closer than their run-to-run spread, the runs disagree about which
 is faster. :func:`resolved_orders` keeps the pairs every run orders the same way and checks
-the predicted order on those.
+the predicted order on those. A host's state drifts from one day to the next, and with it
+which of two close partitioners is faster: :func:`pool_sweeps` joins sweeps of one
+configuration made at different times, so that a pair counts as resolved only where every
+run of every sweep orders it alike.
 """
 
 from __future__ import annotations
@@ -38,6 +41,18 @@ def median_tree(trees: list) -> dict:
             out[key] = float(np.median(present))
         else:
             out[key] = value
+    return out
+
+
+def pool_sweeps(sweeps: list) -> list:
+    """The cells of several sweeps of one configuration (each a list of cells) as one sweep:
+    each sweep's runs numbered after the runs of the sweeps before it (``sweep``: its index),
+    the cells otherwise unchanged."""
+    out, first = [], 0
+    for index, cells in enumerate(sweeps):
+        runs = [c.get("run", 0) for c in cells]
+        out += [{**c, "run": first + c.get("run", 0), "sweep": index} for c in cells]
+        first += max(runs, default=-1) + 1
     return out
 
 

@@ -71,7 +71,9 @@ rows on the wire quantized as ``train --halo-dtype`` sends them), predicted with
 A cell also records the host's load average when its job started and ended (the host may be
 shared). ``--report`` on such a file prints its own table (step, evaluation, hidden fraction,
 bytes, runs and load per cell; order agreement per dataset, model and rate; the median errors
-over the cells started on a quiet host).
+over the cells started on a quiet host). ``--report --pool OTHER.json ...`` joins the runs of
+other sweeps of the same configuration to ``--out``'s, so that a pair of partitioners counts
+as resolved only where the runs of every sweep, made on other days, order it alike.
 """
 
 from __future__ import annotations
@@ -90,7 +92,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from _host_constants import pooled_constants, resolved_orders  # noqa: E402
+from _host_constants import pool_sweeps, pooled_constants, resolved_orders  # noqa: E402
 from _workload import training_step_s  # noqa: E402
 
 DATA_ROOT = REPO / "datasets"  # the datasets shipped with the repository
@@ -620,9 +622,11 @@ def add_pooled_predictions(result: dict, args) -> None:
             fresh["predicted_step_s"], fresh["predicted_eval_s"]
 
 
-def report(path) -> dict:
-    """Print the table and the two targets; returns the summary."""
-    raw = json.loads(Path(path).read_text())["cells"]
+def report(path, pool: list = ()) -> dict:
+    """Print the table and the two targets; returns the summary. ``pool``: results files of
+    other sweeps of the same configuration, whose runs join ``path``'s
+    (:func:`_host_constants.pool_sweeps`)."""
+    raw = pool_sweeps([json.loads(Path(p).read_text())["cells"] for p in [path, *pool]])
     cells = merged_cells(raw)
     if any(c["network"].startswith("vc:") for c in cells):
         return report_vcluster(cells, raw)
@@ -846,6 +850,11 @@ def main() -> None:
     parser.add_argument("--vcluster-dir", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--rank-main", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--report", action="store_true", help="print the table of --out")
+    parser.add_argument("--pool", nargs="+", default=[], metavar="RESULTS",
+                        help="with --report: the results files of other sweeps of the same "
+                             "configuration, their runs pooled with --out's (a pair of "
+                             "partitioners is resolved where every run of every sweep orders "
+                             "it alike); printed only, --out is left as it is")
     parser.add_argument("--repredict", action="store_true",
                         help="recompute every stored cell's predictions with the current model "
                              "(its stored workload and in-job constants), then --report")
@@ -870,6 +879,13 @@ def main() -> None:
     out = Path(args.out)
     if args.vcluster and not (args.report or args.repredict):
         return run_vcluster(args)
+    missing = [p for p in [out, *map(Path, args.pool)] if not p.exists()]
+    if args.pool and (not args.report or args.repredict or missing):
+        parser.error(f"--pool: no such results file: {missing[0]}" if missing else
+                     "--pool goes with --report (and without --repredict)")
+    if args.pool:
+        report(out, args.pool)
+        return
     if args.repredict:
         repredict(out, args)
     if args.report or args.repredict:

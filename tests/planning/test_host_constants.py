@@ -6,7 +6,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-from _host_constants import median_tree, pooled_constants, resolved_orders  # noqa: E402
+from _host_constants import (median_tree, pool_sweeps, pooled_constants,  # noqa: E402
+                             resolved_orders)
 
 
 def cell(method, run, measured, predicted, constants=None):
@@ -49,3 +50,22 @@ def test_one_run_resolves_nothing():
     cells = [cell("a", 0, 1.0, 1.0), cell("b", 0, 2.0, 2.0)]
     (group,) = resolved_orders(cells, ("dataset",), "predicted_step_s")
     assert group["resolved"] == [] and group["pairs"] == 1
+
+
+def test_pooled_sweeps_resolve_only_the_pairs_every_run_of_each_orders_alike():
+    monday = [cell("a", 0, 1.0, 1.0), cell("a", 1, 1.0, 1.0),
+              cell("b", 0, 2.0, 3.0), cell("b", 1, 2.0, 3.0),  # b slower than a on both days
+              cell("c", 0, 1.5, 0.5), cell("c", 1, 1.6, 0.5)]  # c slower than a on monday
+    tuesday = [cell("a", 0, 1.0, 1.0), cell("a", 1, 1.0, 1.0),
+               cell("b", 0, 2.0, 3.0), cell("b", 1, 2.0, 3.0),
+               cell("c", 0, 0.9, 0.5), cell("c", 1, 0.8, 0.5)]  # ... and faster on tuesday
+    pooled = pool_sweeps([monday, tuesday])
+    assert sorted({(c["sweep"], c["run"]) for c in pooled}) == [(0, 0), (0, 1), (1, 2), (1, 3)]
+    assert [c["measured_step_s"] for c in pooled] == \
+        [c["measured_step_s"] for c in monday + tuesday]
+    (alone,) = resolved_orders(monday, ("dataset",), "predicted_step_s")
+    assert {(p["faster"], p["slower"]) for p in alone["resolved"]} == \
+        {("a", "b"), ("a", "c"), ("c", "b")}
+    (group,) = resolved_orders(pooled, ("dataset",), "predicted_step_s")
+    assert group["runs"] == 4
+    assert {(p["faster"], p["slower"]) for p in group["resolved"]} == {("a", "b"), ("c", "b")}
