@@ -15,8 +15,8 @@ visible per partitioner::
 name, ``rmat-S``) instead of R-MAT ``--scale``, and ``--width`` several widths; the narrow rows
 of a small graph's GCN (ca-AstroPh: 5 features, 4 classes, 2 parts as on two hosts)::
 
-    flock /tmp/gnnscale-bench.lock .venv/bin/python benchmarks/part_aggregation_rates.py \
-        --dataset SNAP-ca-astroph --parts 2 --methods kaminpar metis random --width 5 4 \
+    flock /tmp/gnnscale-bench.lock .venv/bin/python benchmarks/part_aggregation_rates.py \\
+        --dataset SNAP-ca-astroph --parts 2 --methods kaminpar metis random --width 5 4 \\
         --reps 301 --out benchmarks/results/part_aggregation_rates_astroph.json
 
 Vertex cuts (Libra) have one block per part: its edges over its local nodes. Prints per part

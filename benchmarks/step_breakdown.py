@@ -18,8 +18,9 @@ steps, ``--rounds`` rounds. Timers wrap, for the job only:
   gradient allreduce).
 
 Prints, per rate, partition and rank, each part's mean over the steps between the 10th and
-90th percentile of the step time (the parts add up to the step) and writes them to ``--out``. The small graph
-whose partitioner order the time model gets wrong at 10 Gbit/s, each rate twice (1 min)::
+90th percentile of the step time (the parts add up to the step) and writes them to ``--out``.
+The small graph whose partitioner order the time model gets wrong at 10 Gbit/s, each rate
+twice (1 min)::
 
     flock /tmp/gnnscale-bench.lock python benchmarks/step_breakdown.py \\
         --dataset SNAP-ca-astroph --methods kaminpar metis random \\
@@ -185,7 +186,8 @@ def main() -> None:
             sys.exit(f"{Path(sys.argv[0]).name}: the job at {rate} failed:\n"
                      f"{done.stderr[-3000:]}")
         rows += [{"rate": rate, **row} for row in json.loads(result.read_text())]
-    print(f"{args.dataset}, {args.model}, 2 hosts x 1 rank; mean per step (the middle 80% of steps), ms")
+    print(f"{args.dataset}, {args.model}, 2 hosts x 1 rank; mean per step (the middle 80% of "
+          "steps), ms")
     print(f"{'link':>8} {'partition':<9} {'rank':>4} {'step':>7} {'kernels':>8} {'tests':>6} "
           f"{'post':>6} {'(pack)':>7} {'wait':>6} {'accum.':>7} {'rest':>7}")
     for row in rows:

@@ -879,11 +879,11 @@ def main() -> None:
     out = Path(args.out)
     if args.vcluster and not (args.report or args.repredict):
         return run_vcluster(args)
-    missing = [p for p in [out, *map(Path, args.pool)] if not p.exists()]
-    if args.pool and (not args.report or args.repredict or missing):
-        parser.error(f"--pool: no such results file: {missing[0]}" if missing else
-                     "--pool goes with --report (and without --repredict)")
     if args.pool:
+        missing = [p for p in [out, *map(Path, args.pool)] if not p.exists()]
+        if not args.report or args.repredict or missing:
+            parser.error(f"--pool: no such results file: {missing[0]}" if missing else
+                         "--pool goes with --report (and without --repredict)")
         report(out, args.pool)
         return
     if args.repredict:
