@@ -103,23 +103,19 @@ def middle_means(samples: dict) -> dict:
     return {k: float(np.asarray(v)[kept].mean()) for k, v in samples.items()}
 
 
-def rank_main(args) -> None:
-    """Both ranks: every partition's steps, timed by part; rank 0 writes the medians."""
+def partition_trainers(comm, data, methods: list, model: str) -> tuple[dict, dict]:
+    """Collective: ``(trainers, partitions)`` per method, the graph split over the job's ranks
+    by rank 0 (seed 0) and a 2-layer ``model`` (hidden 16, seed 0) on each part; the
+    partitions on rank 0 only (None elsewhere)."""
     import numpy as np
     import torch
 
-    from gnnscale.comm import init
     from gnnscale.engine import LocalProblem, Trainer
     from gnnscale.nn import GNN
     from partitioning import make_partitioner
-    from tune_validation import load
 
-    torch.set_num_threads(1)
-    timers = instrument()
-    comm = init()
-    data = load(args.dataset)
-    trainers = {}
-    for method in args.methods:
+    trainers, partitions = {}, {}
+    for method in methods:
         partition = make_partitioner(method, num_parts=comm.size, seed=0).fit(data) \
             if comm.rank == 0 else None
         parts = torch.from_numpy(partition.node_parts.astype(np.int64)) if comm.rank == 0 \
@@ -127,8 +123,25 @@ def rank_main(args) -> None:
         problem = LocalProblem.from_graph_data(data, comm.broadcast(parts, root=0).numpy(),
                                                comm)
         torch.manual_seed(0)
-        trainers[method] = Trainer(GNN(args.model, data.num_features, 16, data.num_classes,
+        trainers[method] = Trainer(GNN(model, data.num_features, 16, data.num_classes,
                                        num_layers=2), problem, comm, seed=0)
+        partitions[method] = partition
+    return trainers, partitions
+
+
+def rank_main(args) -> None:
+    """Both ranks: every partition's steps, timed by part; rank 0 writes the medians."""
+    import numpy as np
+    import torch
+
+    from gnnscale.comm import init
+    from tune_validation import load
+
+    torch.set_num_threads(1)
+    timers = instrument()
+    comm = init()
+    data = load(args.dataset)
+    trainers, _ = partition_trainers(comm, data, args.methods, args.model)
     samples = {m: defaultdict(list) for m in args.methods}
     for turn in range(args.rounds):
         shift = turn % len(args.methods)
@@ -155,37 +168,54 @@ def rank_main(args) -> None:
              for m in args.methods for rank, per_rank in enumerate(everyone)]))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def job_arguments(parser, methods: list, rounds: int, steps: int, extra=()):
+    """Parse a two-host job benchmark's options (``--dataset``, ``--model``, ``--methods``,
+    ``--rates``, ``--rounds``, ``--steps``, ``--out`` and the ranks' hidden ones; ``extra``:
+    more hidden options); ``--rounds`` or ``--steps`` under 1 is a usage error."""
     parser.add_argument("--dataset", default="SNAP-ca-astroph")
     parser.add_argument("--model", default="gcn", choices=["gcn", "sage"])
-    parser.add_argument("--methods", nargs="+", default=["kaminpar", "metis", "random"])
+    parser.add_argument("--methods", nargs="+", default=methods)
     parser.add_argument("--rates", nargs="+", default=["none", "10gbit"])
-    parser.add_argument("--rounds", type=int, default=6)
-    parser.add_argument("--steps", type=int, default=40, help="timed steps per turn")
+    parser.add_argument("--rounds", type=int, default=rounds)
+    parser.add_argument("--steps", type=int, default=steps, help="timed steps per turn")
     parser.add_argument("--out", default=None)
+    for hidden in ("--result", *extra):
+        parser.add_argument(hidden, help=argparse.SUPPRESS)
     parser.add_argument("--rank-main", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--result", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.rank_main:
-        return rank_main(args)
-    if args.rounds < 1 or args.steps < 1:
+    if not args.rank_main and (args.rounds < 1 or args.steps < 1):
         parser.error(f"--rounds and --steps must be 1 or more, got {args.rounds} and "
                      f"{args.steps}")
+    return args
+
+
+def rank_job(cluster, env: dict, script: str, result: Path, rate: str, args,
+             extra: tuple = ()):
+    """Run ``script --rank-main`` as a job of one rank per host of ``cluster`` with ``args``'
+    dataset, model, methods, rounds and steps (and ``extra`` options); returns what it wrote
+    to ``result``. A failed job exits with its error."""
+    argv = cluster.mpirun_argv(1, env=env) + [
+        sys.executable, script, "--rank-main", "--result", str(result),
+        "--dataset", args.dataset, "--model", args.model, "--methods", *args.methods,
+        "--rounds", str(args.rounds), "--steps", str(args.steps), *extra]
+    done = cluster.run("node0", argv, cwd=REPO, env=env, timeout=1200)
+    if done.returncode != 0:
+        sys.exit(f"{Path(sys.argv[0]).name}: the job at {rate} failed:\n"
+                 f"{done.stderr[-3000:]}")
+    return json.loads(result.read_text())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    args = job_arguments(parser, ["kaminpar", "metis", "random"], rounds=6, steps=40)
+    if args.rank_main:
+        return rank_main(args)
     from vertex_cut_overlap import at_each_rate, job_env
 
     env, rows = job_env(), []
     for cluster, folder, rate in at_each_rate(args.rates, "sb"):
-        result = folder / f"{rate}.json"
-        argv = cluster.mpirun_argv(1, env=env) + [
-            sys.executable, __file__, "--rank-main", "--result", str(result),
-            "--dataset", args.dataset, "--model", args.model, "--methods", *args.methods,
-            "--rounds", str(args.rounds), "--steps", str(args.steps)]
-        done = cluster.run("node0", argv, cwd=REPO, env=env, timeout=1200)
-        if done.returncode != 0:
-            sys.exit(f"{Path(sys.argv[0]).name}: the job at {rate} failed:\n"
-                     f"{done.stderr[-3000:]}")
-        rows += [{"rate": rate, **row} for row in json.loads(result.read_text())]
+        rows += [{"rate": rate, **row} for row in
+                 rank_job(cluster, env, __file__, folder / f"{rate}.json", rate, args)]
     print(f"{args.dataset}, {args.model}, 2 hosts x 1 rank; mean per step (the middle 80% of "
           "steps), ms")
     print(f"{'link':>8} {'partition':<9} {'rank':>4} {'step':>7} {'kernels':>8} {'tests':>6} "
