@@ -22,11 +22,11 @@ mispredicted partitioner order into its compute and its exchanges.
 
 Prints, per job and partition, the slowest rank's median step both ways and the share,
 measured and predicted, then per rate the medians over the jobs; ``--out`` keeps them. The
-small graph whose partitioner order the model gets wrong (2 jobs per rate, 4 min)::
+small graph whose partitioner order the model gets wrong (4 jobs per rate, 6 min)::
 
     flock /tmp/gnnscale-bench.lock python benchmarks/exchange_share.py \\
         --dataset SNAP-ca-astroph --methods metis kaminpar random \\
-        --rates none 10gbit none 10gbit --rounds 8 \\
+        --rates none 10gbit none 10gbit none 10gbit none 10gbit --rounds 8 \\
         --out benchmarks/results/exchange_share_astroph.json
 """
 
