@@ -16,7 +16,8 @@ work on the ranks' cores, the waits). Each job also calibrates the time model's 
 (``calibrate_in_job``) and measures the work per byte exchanged at its rate
 (``exchange_byte_work``, as ``tune_validation.py`` does), and the model predicts the step
 with the exchanges (the link: latency from ``link_probe``, bandwidth from the shaping) and
-without them (every exchange cost zero). A partitioner whose measured share exceeds its
+without them (as it sees the ``local`` staleness policy: the rows gathered, nothing sent, no
+rank waiting for another's halo, the gradient allreduce as before). A partitioner whose measured share exceeds its
 predicted share by more than another's loses ground the model does not see: this splits a
 mispredicted partitioner order into its compute and its exchanges.
 
@@ -84,8 +85,9 @@ class LocalExchanges:
 def turns(methods: list, rounds: int) -> list[tuple[str, str]]:
     """``(method, way)`` in the order the job trains them: every pair once a round, the
     order rotating by one each round."""
-    pairs = [(m, w) for m in methods for w in WAYS]
-    return [p for r in range(rounds) for p in pairs[r % len(pairs):] + pairs[:r % len(pairs)]]
+    from step_breakdown import rotating
+
+    return rotating([(m, w) for m in methods for w in WAYS], rounds)
 
 
 def rank_main(args) -> None:
@@ -141,21 +143,21 @@ def _plain(value):
 def predicted_shares(job: dict, link: dict, model: str) -> dict:
     """``method -> (step with the exchanges, step without them)`` predicted from a job's
     constants and workloads on ``link`` (``latency_s``, ``bandwidth_Bps``): two hosts of one
-    rank and one core each; without the exchanges, every exchange cost zero."""
+    rank and one core each; without the exchanges as the model sees the ``local`` staleness
+    policy (the rows gathered, nothing sent, no rank waiting for another's halo; the gradient
+    allreduce unchanged)."""
     from planning.cost_model import Cluster, CostModel, ModelSpec, Network, predict
+    from planning.halo_wire import HaloOptions
 
     spec = ModelSpec.build(model, job["features"], 16, job["classes"])
-    full = CostModel.from_dict(job["constants"])
-    local = CostModel.from_dict({**job["constants"], "exchange_overhead_s": 0.0,
-                                 "exchange_byte_s": 0.0, "shm_alpha": 0.0, "shm_beta": 0.0})
+    costs = CostModel.from_dict(job["constants"])
     linked = Cluster(ranks_per_host=1, cores_per_rank=1, host_cores=1,
                      network=Network(link["latency_s"], link["bandwidth_Bps"]))
-    alone = Cluster(ranks_per_host=1, cores_per_rank=1, host_cores=1)
     out = {}
     for method, raw in job["workloads"].items():
         work = {k: np.asarray(v) if isinstance(v, list) else v for k, v in raw.items()}
-        out[method] = (predict(work, spec, linked, full)["step_s"],
-                       predict(work, spec, alone, local)["step_s"])
+        out[method] = tuple(predict(work, spec, linked, costs, halo)["step_s"] for halo in
+                            (HaloOptions(), HaloOptions(staleness="local")))
     return out
 
 
@@ -212,7 +214,9 @@ def main() -> None:
                        ("--rate", rate))
         link = links[f"vc:{rate}"]
         jobs.append({"rate": rate, "link": link, "constants": job["constants"],
-                     "rows": job["rows"], "measured": measured_shares(job["rows"]),
+                     "workloads": job["workloads"], "features": job["features"],
+                     "classes": job["classes"], "rows": job["rows"],
+                     "measured": measured_shares(job["rows"]),
                      "predicted": predicted_shares(job, link, args.model)})
     print(f"{args.dataset}, {args.model}, 2 hosts x 1 rank; the slowest rank's median step")
     print(table(jobs))

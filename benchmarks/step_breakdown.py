@@ -129,9 +129,15 @@ def partition_trainers(comm, data, methods: list, model: str) -> tuple[dict, dic
     return trainers, partitions
 
 
+def rotating(items: list, rounds: int) -> list:
+    """``items`` once a round for ``rounds`` rounds, the order rotating by one each round (so
+    that the host's drift within a job weighs on each alike)."""
+    return [item for r in range(rounds)
+            for item in items[r % len(items):] + items[:r % len(items)]]
+
+
 def rank_main(args) -> None:
     """Both ranks: every partition's steps, timed by part; rank 0 writes the medians."""
-    import numpy as np
     import torch
 
     from gnnscale.comm import init
@@ -143,24 +149,22 @@ def rank_main(args) -> None:
     data = load(args.dataset)
     trainers, _ = partition_trainers(comm, data, args.methods, args.model)
     samples = {m: defaultdict(list) for m in args.methods}
-    for turn in range(args.rounds):
-        shift = turn % len(args.methods)
-        for method in args.methods[shift:] + args.methods[:shift]:
-            trainer = trainers[method]
-            for _ in range(WARMUP):
-                trainer.train_step()
-            for _ in range(args.steps):
-                timers.clear()
-                comm.barrier()
-                start = time.perf_counter()
-                trainer.train_step()
-                step = time.perf_counter() - start
-                got = dict(timers.seconds)
-                got["kernels"] = got.get("products", 0.0) - got.get("tests", 0.0)
-                got["step"] = step
-                got["rest"] = step - sum(got.get(k, 0.0) for k in PARTS if k != "pack")
-                for key in ("step", "rest", *PARTS):
-                    samples[method][key].append(got.get(key, 0.0))
+    for method in rotating(args.methods, args.rounds):
+        trainer = trainers[method]
+        for _ in range(WARMUP):
+            trainer.train_step()
+        for _ in range(args.steps):
+            timers.clear()
+            comm.barrier()
+            start = time.perf_counter()
+            trainer.train_step()
+            step = time.perf_counter() - start
+            got = dict(timers.seconds)
+            got["kernels"] = got.get("products", 0.0) - got.get("tests", 0.0)
+            got["step"] = step
+            got["rest"] = step - sum(got.get(k, 0.0) for k in PARTS if k != "pack")
+            for key in ("step", "rest", *PARTS):
+                samples[method][key].append(got.get(key, 0.0))
     everyone = comm.allgather_object({m: middle_means(s) for m, s in samples.items()})
     if comm.rank == 0:
         Path(args.result).write_text(json.dumps(

@@ -5,7 +5,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-from step_breakdown import Timers, middle_means  # noqa: E402
+from step_breakdown import Timers, middle_means, rotating  # noqa: E402
 
 
 def test_middle_means_drop_the_stalled_steps_and_keep_the_parts_adding_up():
@@ -32,3 +32,8 @@ def test_a_kernels_progress_tests_are_timed_apart_from_it():
     assert 0 < timers.seconds["tests"] <= timers.seconds["products"]
     timers.clear()
     assert not timers.seconds
+
+
+def test_each_round_takes_every_item_once_starting_one_further_on():
+    assert rotating(["a", "b", "c"], 4) == ["a", "b", "c", "b", "c", "a", "c", "a", "b",
+                                            "a", "b", "c"]
