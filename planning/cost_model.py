@@ -165,7 +165,7 @@ from partitioning.errors import PartitionError
 
 from .cache_knee import beyond_cache_fraction, lru_hit_share
 from .halo_wire import HaloOptions
-from .shared_cores import pass_ends
+from .shared_cores import latest_pass_ends
 
 __all__ = ["CostModel", "Cluster", "Network", "ModelSpec", "predict", "COMPUTE_KEYS",
            "MODELS"]
@@ -203,7 +203,7 @@ ACTIVATION_ELEMS = {"gamma_dropout": 1.0, "gamma_activation": 2.0, "gamma_activa
 OPTIONAL_COMPUTE_KEYS = MEMORY_KEYS + EDGE_KEYS + NARROW_KEYS + OUTPUT_KEYS + ACTIVATION_KEYS
 GLOBAL_KEYS = ("shm_alpha", "shm_beta", "layer_overhead_s")
 OPTIONAL_KEYS = ("exchange_overhead_s", "exchange_byte_s", "cache_bytes",  # absent: defaults
-                 "private_cache_bytes")
+                 "private_cache_bytes", "noise_s")
 MODELS = ("gcn", "sage", "gat")
 DEFAULT_COMPUTE = {"gamma_edge": 1.5e-9, "gamma_flop": 5e-11, "gamma_elem": 1e-9,
                    "gamma_gather": 3e-9}
@@ -343,6 +343,10 @@ class CostModel:
         private_cache_bytes: the cache each core has to itself (its L2:
             :func:`gnnscale.cli.calibrate.private_cache_bytes`), at most what every op but the
             aggregation's gathers counts on (0: unknown, ``cache_bytes``' share for every op).
+        noise_s: the variance of a rank's busy time per second of its work (s): ranks that
+            meet at an exchange wait for the latest one's jitter (:mod:`planning.shared_cores`).
+            0 unless measured: ``calibrate_in_job`` measures it where the job spans hosts
+            (:func:`gnnscale.cli.calibrate.noise_rate`).
     """
 
     compute: dict = field(default_factory=lambda: {1: dict(DEFAULT_COMPUTE)})
@@ -354,6 +358,7 @@ class CostModel:
     bytes_per_value: int = 4
     cache_bytes: float = 0.0
     private_cache_bytes: float = 0.0
+    noise_s: float = 0.0
 
     def __post_init__(self):
         self.compute = {int(t): dict(v) for t, v in self.compute.items()}
@@ -884,10 +889,9 @@ def predict(workload: dict, spec: ModelSpec, cluster: Cluster | None = None,
     def timeline(passes: list, coupled: bool = True) -> np.ndarray:
         """When each pass ends, the slowest rank's (:mod:`planning.shared_cores`); ranks not
         ``coupled`` wait for no peer (stale policies use rows sent in an earlier step)."""
-        ends = pass_ends([(w.stages, w.after) for w in passes],
-                         senders if coupled else np.zeros_like(senders), hosts,
-                         cluster.host_cores, cluster.cores_per_rank)
-        return ends.max(axis=1)
+        return latest_pass_ends([(w.stages, w.after) for w in passes],
+                                senders if coupled else np.zeros_like(senders), hosts,
+                                cluster.host_cores, cluster.cores_per_rank, model.noise_s)
     gathers = model.cache_bytes / np.bincount(hosts).max()  # each rank's share of the LLC
     cache = stream_cache(model, gathers, cluster.cores_per_rank)
     fwd, bwd, ev, exposed = [], [], [], []

@@ -19,20 +19,28 @@ rank that waits leaves its cores to the others.
 :func:`pass_ends` computes the time each rank ends each pass: in closed form where every rank
 has its cores to itself, else from event to event (a rank ends a piece of work, or an
 exchange ends).
+
+With ``noise`` (seconds), every rank's work varies, independently of the others', its variance
+``noise`` times the work (interruptions, timer ticks, cache misses arriving while it works),
+and the timeline is the mean over draws of that jitter: ranks that meet (an exchange, and the
+gradient allreduce after the step) wait for whichever of them jitter delayed most, which
+costs balanced ranks most: two of ``w`` seconds each meet ``sqrt(noise w / pi)`` after ``w``
+on average, where a rank far ahead does not wait at all. Ranks that share cores are modelled
+without it.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["pass_ends"]
+__all__ = ["latest_pass_ends", "noise_samples", "pass_ends"]
 
 _WORK, _POST, _WAIT, _END = 0, 1, 2, 3
 _EPS = 1e-15
 
 
 def pass_ends(passes: list, senders: np.ndarray, hosts, host_cores: float | None = None,
-              threads: int = 1) -> np.ndarray:
+              threads: int = 1, noise: float = 0.0) -> np.ndarray:
     """Seconds at which each rank ends each pass (``[pass, rank]``; all start at 0).
 
     Args:
@@ -43,6 +51,8 @@ def pass_ends(passes: list, senders: np.ndarray, hosts, host_cores: float | None
         hosts: host index of each rank.
         host_cores: cores of each host (None: as many as its ranks' threads).
         threads: threads of each rank.
+        noise: variance of a rank's busy time per second of work (seconds; 0: none), for
+            ranks with their cores to themselves.
     """
     hosts = np.asarray(hosts)
     senders = np.asarray(senders, dtype=bool)
@@ -50,7 +60,8 @@ def pass_ends(passes: list, senders: np.ndarray, hosts, host_cores: float | None
     crowded = host_cores is not None and \
         np.bincount(hosts).max() * threads > host_cores + _EPS
     if not crowded:
-        return _alone(passes, senders, p)
+        return _alone(passes, senders, p) if noise <= 0 else \
+            _alone_sampled(passes, senders, p, noise).mean(axis=0)
     return _shared(passes, senders, hosts, host_cores / threads, p)
 
 
@@ -78,6 +89,56 @@ def _alone(passes: list, senders: np.ndarray, p: int) -> np.ndarray:
         now = now + _as_rank_array(after, p)
         ends.append(now)
     return np.stack(ends)
+
+
+#: noise draws the timeline averages where ranks jitter: as many as keep a stage's meeting to
+#: about 2**25 comparisons (draws x ranks x ranks) and its draws to 2**18 (draws x ranks),
+#: within these bounds
+NOISE_SAMPLES = (16, 4096)
+
+
+def noise_samples(p: int) -> int:
+    """Draws of the ranks' jitter the timeline averages for ``p`` ranks."""
+    low, high = NOISE_SAMPLES
+    p = max(1, p)
+    return int(min(high, max(low, min(2**25 // (p * p), 2**18 // p))))
+
+
+def _alone_sampled(passes: list, senders: np.ndarray, p: int, noise: float) -> np.ndarray:
+    """:func:`_alone` on :func:`noise_samples` draws of every rank's work (``[sample, pass,
+    rank]``): an amount ``w`` lasts a gamma-distributed time of mean ``w`` and variance ``noise
+    w`` (a sum of many short interruptions; never negative). The draws are the same for the
+    same arguments, so that two partitions are compared on the same luck."""
+    rng = np.random.default_rng(0)
+    samples = noise_samples(p)
+
+    def lasting(work) -> np.ndarray:
+        work = _as_rank_array(work, p)
+        return rng.gamma(np.broadcast_to(work / noise, (samples, p)), noise)
+
+    now = np.zeros((samples, p))
+    ends = []
+    for stages, after in passes:
+        for before, overlapped, exchange in stages:
+            post = now + lasting(before)
+            ready = np.where(senders[None], post[:, None, :], -np.inf).max(axis=2)
+            now = np.maximum.reduce([post + lasting(overlapped),
+                                     post + _as_rank_array(exchange, p), ready])
+        now = now + lasting(after)
+        ends.append(now)
+    return np.stack(ends, axis=1)
+
+
+def latest_pass_ends(passes: list, senders: np.ndarray, hosts, host_cores: float | None = None,
+                     threads: int = 1, noise: float = 0.0) -> np.ndarray:
+    """Seconds at which the last rank ends each pass (``[pass]``), with :func:`pass_ends`'
+    arguments: with ``noise``, the mean over the draws of the latest rank's end (the gradient
+    allreduce after a pass meets every rank, so it waits for the one jitter delayed most)."""
+    hosts = np.asarray(hosts)
+    if noise <= 0 or np.bincount(hosts).max() * threads > (host_cores or np.inf) + _EPS:
+        return pass_ends(passes, senders, hosts, host_cores, threads).max(axis=1)
+    ends = _alone_sampled(passes, np.asarray(senders, dtype=bool), hosts.size, noise)
+    return ends.max(axis=2).mean(axis=0)
 
 
 def _shared(passes: list, senders: np.ndarray, hosts: np.ndarray, capacity: float,

@@ -25,7 +25,9 @@ on its 2 ranks for ``exchange_overhead_s``, the fixed cost of each exchange beyo
 other terms (:func:`job_fixed_costs`, as :func:`calibrate_in_job` fits it in a running job).
 The work per byte a rank exchanges with other hosts (``exchange_byte_s``) needs ranks on two
 hosts: ``python -m gnnscale.cli.calibrate --exchange-work [CONSTANTS.json]`` under an mpirun
-across them measures it (:func:`exchange_byte_work`) into the file.
+across them measures it (:func:`exchange_byte_work`) into the file. How much a rank's work varies
+(``noise_s``, the variance per second of work: :func:`noise_rate`) is measured in a running
+job of several ranks (:func:`calibrate_in_job`).
 """
 
 from __future__ import annotations
@@ -591,8 +593,9 @@ def calibrate_in_job(comm, threads: int, scale: float = 1.0, host_cores: int | N
     layer and pass and per exchange (the vertex cut exchanges twice as often), where waking
     up after each wait on a loaded host is part of it. Where the job spans hosts,
     ``exchange_byte_s`` is the work an exchange between hosts takes from the ranks' cores per
-    byte while it travels hidden behind an aggregation (:func:`exchange_byte_work`).
-    ``model``: the GNN whose tiny steps give the fixed costs (``gcn``, ``sage``, ``gat``;
+    byte while it travels hidden behind an aggregation (:func:`exchange_byte_work`). Where it
+    has several ranks, ``noise_s`` is how much their work varies (:func:`noise_rate`), measured
+    before the fixed costs, whose tiny steps' meetings wait for it too. ``model``: the GNN whose tiny steps give the fixed costs (``gcn``, ``sage``, ``gat``;
     each runs its own ops per layer).
     """
     from planning.cost_model import CostModel
@@ -623,7 +626,8 @@ def calibrate_in_job(comm, threads: int, scale: float = 1.0, host_cores: int | N
     on_this_host = sum(host == here for _, _, host in everyone)
     cache = min(float(llc), float(np.median([k for _, k, _ in everyone])) * on_this_host)
     costs = CostModel(compute={threads: median}, layer_overhead_s=0.0, cache_bytes=cache,
-                      private_cache_bytes=private_cache_bytes(), **shm)
+                      private_cache_bytes=private_cache_bytes(),
+                      noise_s=noise_rate(comm, turns=turns) if comm.size > 1 else 0.0, **shm)
     costs.layer_overhead_s, costs.exchange_overhead_s = job_fixed_costs(comm, costs, threads,
                                                                         host_cores, model)
     hosts = [host for _, _, host in everyone]
@@ -641,11 +645,9 @@ EXCHANGE_WORK_HIDDEN_SHARE = 0.4
 def exchange_work_setup(comm, hosts: list) -> tuple:
     """What :func:`exchange_work_megabytes` and :func:`exchange_byte_work` time, built once
     for both: ``(alone(), with_test(test), counts(megabytes))``, the measure's aggregation
-    (some 20 ms: 3.2 million non-zeros, rows 16 wide) alone and calling ``test`` between its
-    row blocks, and each rank's (send, receive) counts of float32 values, its megabytes split
-    over its peers on other hosts."""
-    from ..graph.sparse import SparseBlock
-
+    (:func:`measuring_aggregation`) alone and calling ``test`` between its row blocks, and
+    each rank's (send, receive) counts of float32 values, its megabytes split over its peers
+    on other hosts."""
     def values_to(peer: int, sender: int, megabytes: float) -> int:
         if hosts[peer] == hosts[sender]:
             return 0
@@ -657,9 +659,56 @@ def exchange_work_setup(comm, hosts: list) -> tuple:
         return ([values_to(peer, me, megabytes) for peer in range(comm.size)],
                 [values_to(me, peer, megabytes) for peer in range(comm.size)])
 
-    block, rows = SparseBlock(_random_csr(200000, 16, np.random.default_rng(0))), \
-        _values(200000, 16)
+    block, rows = measuring_aggregation()
     return (lambda: block.matmul(rows)), (lambda test: block.matmul(rows, test)), counts
+
+
+def measuring_aggregation() -> tuple:
+    """``(block, rows)`` of the aggregation the job-wide measures time (some 20 ms: 3.2
+    million non-zeros, rows 16 wide): ``block.matmul(rows)``."""
+    from ..graph.sparse import SparseBlock
+
+    return SparseBlock(_random_csr(200000, 16, np.random.default_rng(0))), _values(200000, 16)
+
+
+#: back-to-back runs of the measuring aggregation each rank times for :func:`noise_rate`
+NOISE_REPEATS = 50
+
+
+def noise_rate(comm, work=None, repeats: int = NOISE_REPEATS, turns: list | None = None) -> float:
+    """Collective: the time model's ``noise_s``, the variance of a rank's busy time per second
+    of its work, the ranks measuring in ``turns`` (None: all at once; :func:`measuring_turns`:
+    as many at once as have cores, as in training with a core each). Each rank times
+    ``work`` (None: :func:`measuring_aggregation`'s) ``repeats`` times in a row, after one
+    untimed run; its spread is ``sqrt(pi) / 2`` times the mean difference between consecutive
+    runs (for normal times their standard deviation; a drift of the host's speed over the
+    repeats hardly counts, and a rare long interruption counts as it delays the latest of two
+    ranks), squared over the median run. The median over the ranks."""
+    if work is None:
+        block, rows = measuring_aggregation()
+        work = lambda: block.matmul(rows)  # noqa: E731
+    turns = turns or [0] * comm.size
+    times = []
+    for turn in range(max(turns) + 1):
+        comm.barrier()
+        if turns[comm.rank] == turn:
+            work()
+            for _ in range(repeats):
+                start = clock()
+                work()
+                times.append(clock() - start)
+    comm.barrier()
+    return float(np.median(comm.allgather_object(spread_rate(times))))
+
+
+def spread_rate(times) -> float:
+    """Variance per second of work (s) of repeated runs' ``times`` (seconds, in the order
+    they ran): :func:`noise_rate`'s estimate; 0 for fewer than two runs."""
+    times = np.asarray(times, dtype=np.float64)
+    if times.size < 2 or np.median(times) <= 0:
+        return 0.0
+    spread = np.sqrt(np.pi) / 2 * float(np.mean(np.abs(np.diff(times))))
+    return spread * spread / float(np.median(times))
 
 
 def _timed(comm, run) -> float:

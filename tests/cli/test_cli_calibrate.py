@@ -1,11 +1,12 @@
 """``tune --calibrate`` on an unsteady host: every measurement is repeated, and where the
 repeats spread by more than a stated bound too often, one warning line says the figures are
-unreliable, naming the worst spread. Measurements are injected: a fake clock, a fake
-``mpirun`` result."""
+unreliable, naming the worst spread; the time model's noise rate is that spread, measured.
+Measurements are injected: a fake clock, a fake ``mpirun`` result."""
 
 import json
 import subprocess
 
+import numpy as np
 import pytest
 
 from gnnscale.cli import calibrate as cal
@@ -136,3 +137,27 @@ def test_the_cache_knee_is_measured_on_a_ladder_of_working_sets(monkeypatch):
     assert all(0 < r < 1e-7 for r in rates[:-1])  # seconds per edge value, measured
     assert cal.KNEE_SMALLEST // 2 <= slow < (16 << 20)
     assert cal.measure_cache_knee(16 << 20, beyond_rate=1e-15) == 16 << 20  # no knee in range
+
+
+def test_the_noise_rate_is_the_spread_of_consecutive_runs_squared_over_their_time():
+    # runs of 10 ms +- 1 ms alternating: consecutive runs differ by 2 ms, so the spread is
+    # sqrt(pi) / 2 * 2 ms and the rate its square over 10 ms
+    times = [9e-3, 11e-3] * 10
+    assert cal.spread_rate(times) == pytest.approx(np.pi * 1e-6 / 1e-2)
+    # a steady drift hardly counts: 10 ms growing by 10 us a run
+    assert cal.spread_rate([1e-2 + 1e-5 * i for i in range(20)]) < 1e-7
+    assert cal.spread_rate([1e-2]) == 0.0 == cal.spread_rate([5e-3] * 10)
+    # sampled normal runs: the rate their variance over their mean
+    rng = np.random.default_rng(0)
+    sampled = 1e-2 + 1e-3 * rng.standard_normal(20_000)
+    assert cal.spread_rate(sampled) == pytest.approx(1e-6 / 1e-2, rel=0.03)
+
+
+def test_noise_rate_times_the_work_in_turns_after_one_untimed_run(monkeypatch):
+    from gnnscale.comm.single import SingleCommunicator
+
+    monkeypatch.setattr(cal, "clock", FakeClock([9e-3, 11e-3]))
+    calls = []
+    rate = cal.noise_rate(SingleCommunicator(), work=lambda: calls.append(1), repeats=8,
+                          turns=[0])
+    assert len(calls) == 9 and rate == pytest.approx(np.pi * 1e-6 / 1e-2)

@@ -403,3 +403,32 @@ def test_each_exchange_costs_its_fixed_overhead_as_work_at_its_post():
     assert predict(one, spec, Cluster(), costs)["step_s"] == 0.0
     assert CostModel.from_dict({k: v for k, v in costs.to_dict().items()
                                 if k != "exchange_overhead_s"}).exchange_overhead_s == 0.0
+
+
+def test_balanced_ranks_pay_for_their_jitter_where_they_meet_an_uneven_pair_hardly():
+    """``noise_s`` (a rank's busy-time variance per second of work) makes ranks that meet wait
+    for the latest one's jitter: two equal parts' step grows by about ``sqrt(noise T / pi)``
+    (the later of two), a pair whose larger part is far ahead grows much less; one rank
+    meets nobody; files without it load as 0."""
+    spec = ModelSpec("gcn", (8, 4), (1,), dropout=0.0)
+    net = Cluster(network=Network(latency_s=0.0, bandwidth_Bps=1e15), ranks_per_host=1)
+    quiet = CostModel.from_dict({**model().to_dict(),
+                                 "compute": {"1": {**ONLY_COMM, "gamma_edge": 1e-6}}})
+    noisy = CostModel.from_dict({**quiet.to_dict(), "noise_s": 1e-4})
+    assert noisy.to_dict()["noise_s"] == 1e-4
+    uneven = workload_from_arrays("edge_cut", [1000, 2000], [4000, 12000], [300, 300],
+                                  [[0, 100], [50, 0]], [500, 1000])
+    grown = {}
+    for name, work in (("even", two_parts()), ("uneven", uneven)):
+        base, jittered = (predict(work, spec, net, c)["step_s"] for c in (quiet, noisy))
+        grown[name] = jittered - base
+        if name == "even":
+            assert grown[name] == pytest.approx(np.sqrt(1e-4 * base / np.pi), rel=0.05)
+    assert 0 <= grown["uneven"] < 0.1 * grown["even"]
+    one = workload_from_arrays("edge_cut", [1000], [4000], [0], [[0]], [500])
+    assert predict(one, spec, Cluster(), noisy)["step_s"] == \
+        pytest.approx(predict(one, spec, Cluster(), quiet)["step_s"], rel=0.01)
+    assert CostModel.from_dict({k: v for k, v in noisy.to_dict().items()
+                                if k != "noise_s"}).noise_s == 0.0
+    with pytest.raises(PartitionError, match="noise_s must be finite and >= 0"):
+        CostModel.from_dict({**noisy.to_dict(), "noise_s": -1.0})

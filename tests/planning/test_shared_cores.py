@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from planning.shared_cores import pass_ends
+from planning.shared_cores import latest_pass_ends, noise_samples, pass_ends
 
 EVERYONE = ~np.eye(4, dtype=bool)
 NOBODY = np.zeros((4, 4), dtype=bool)
@@ -65,3 +65,56 @@ def test_threads_count_against_the_cores_and_hosts_do_not_share():
     # a host each
     np.testing.assert_allclose(pass_ends([([], work)], none, np.arange(2), host_cores=2,
                                          threads=2)[0], [1.0, 1.0])
+
+
+def test_without_noise_the_latest_end_is_the_slowest_ranks():
+    rng = np.random.default_rng(2)
+    passes = [([(rng.random(4), rng.random(4), rng.random(4))], rng.random(4)) for _ in range(3)]
+    np.testing.assert_allclose(latest_pass_ends(passes, EVERYONE, ONE_HOST),
+                               pass_ends(passes, EVERYONE, ONE_HOST).max(axis=1))
+
+
+def test_with_noise_each_rank_alone_keeps_its_mean_time():
+    passes = [([(np.array([1e-3, 2e-3]), np.array([3e-3, 1e-3]), 0.0)], 1e-3)] * 3
+    np.testing.assert_allclose(pass_ends(passes, np.zeros((2, 2), bool), np.arange(2),
+                                         noise=1e-4),
+                               pass_ends(passes, np.zeros((2, 2), bool), np.arange(2)), rtol=0.02)
+
+
+def test_balanced_ranks_meet_later_by_their_jitter_and_imbalanced_ones_do_not():
+    noise, work = 1e-4, 0.01  # a rank's 10 ms vary by 1 ms (sd)
+    balanced = ([(np.array([work, work]), 0.0, 0.0)], 0.0)
+    end = latest_pass_ends([balanced], ~np.eye(2, dtype=bool), np.arange(2), noise=noise)
+    expected = work + np.sqrt(noise * work / np.pi)  # the mean of the later of two
+    assert end[0] == pytest.approx(expected, rel=0.01)
+    # one rank 5 sd behind the other: the meeting is the slow one's end
+    uneven = ([(np.array([work, 1.5 * work]), 0.0, 0.0)], 0.0)
+    end = latest_pass_ends([uneven], ~np.eye(2, dtype=bool), np.arange(2), noise=noise)
+    assert end[0] == pytest.approx(1.5 * work, rel=0.01)
+
+
+def test_jitter_accumulates_over_the_passes_until_the_ranks_meet():
+    noise, work = 1e-4, 0.005
+    one = ([(np.array([work, work]), work, 0.0)], 0.0)  # nobody waits within the step
+    ends = latest_pass_ends([one] * 4, np.zeros((2, 2), bool), np.arange(2), noise=noise)
+    busy = 2 * work * np.arange(1, 5)
+    np.testing.assert_allclose(ends, busy + np.sqrt(noise * busy / np.pi), rtol=0.01)
+
+
+def test_more_ranks_wait_longer_for_their_latest():
+    noise, work = 1e-4, 0.01
+    waits = []
+    for p in (2, 8, 64):
+        one = ([(np.full(p, work), 0.0, 0.0)], 0.0)
+        waits.append(latest_pass_ends([one], np.zeros((p, p), bool), np.arange(p),
+                                      noise=noise)[0] - work)
+    assert 0 < waits[0] < waits[1] < waits[2] < 3 * np.sqrt(noise * work)
+    assert noise_samples(2) == 4096 and noise_samples(1024) == 32
+
+
+def test_ranks_sharing_cores_are_modelled_without_noise():
+    rng = np.random.default_rng(3)
+    passes = [([(rng.random(4), rng.random(4), rng.random(4))], rng.random(4))]
+    np.testing.assert_allclose(
+        latest_pass_ends(passes, EVERYONE, ONE_HOST, host_cores=2, noise=1e-2),
+        pass_ends(passes, EVERYONE, ONE_HOST, host_cores=2).max(axis=1))
