@@ -563,9 +563,22 @@ def _bytes_size(text: str) -> int:
     return value
 
 
+def _noise_rate(text: str) -> float:
+    """``--noise``: a finite number of seconds, at least 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r} (e.g. 2e-4)") \
+            from None
+    if not np.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"a noise rate must be finite and >= 0, got {text!r}")
+    return value
+
+
 def repredict(path: Path, args) -> None:
     """Predictions of every stored cell recomputed from its workload and in-job constants
-    (where these lack the core's own cache, ``--private-cache``'s is recorded and used)."""
+    (where these lack the core's own cache, ``--private-cache``'s is recorded and used; where
+    they lack the noise rate, ``--noise``'s)."""
     result = json.loads(path.read_text())
     if result.get("cost_model") and not args.cost_model:
         args.cost_model = result["cost_model"]
@@ -574,6 +587,8 @@ def repredict(path: Path, args) -> None:
             cell["link"]["bandwidth_Bps"] = model_bandwidth(cell["link"])
         if args.private_cache is not None:  # jobs that did not record the core's own cache
             cell["in_job_cost_model"].setdefault("private_cache_bytes", args.private_cache)
+        if args.noise is not None:  # jobs that did not measure how much their work varies
+            cell["in_job_cost_model"].setdefault("noise_s", args.noise)
         fresh = predict_stored(cell, args, cell["in_job_cost_model"])
         if "link" in cell:
             fresh["predicted_hidden"] = predicted_hidden(fresh)
@@ -861,6 +876,9 @@ def main() -> None:
     parser.add_argument("--private-cache", type=_bytes_size, default=None, metavar="BYTES",
                         help="with --repredict: the cache each core has to itself (512K, 2M) "
                              "for jobs that did not record it (their host's L2)")
+    parser.add_argument("--noise", type=_noise_rate, default=None, metavar="SECONDS",
+                        help="with --repredict: the variance of a rank's busy time per second "
+                             "of work (noise_s, e.g. 2e-4) for jobs that did not measure it")
     parser.add_argument("--without", nargs="+", default=[], metavar="CONSTANT",
                         help="with --repredict: predict as if the jobs had not measured these "
                              "compute constants (e.g. the small rows' line: gamma_nnz_narrow "

@@ -27,7 +27,8 @@ The work per byte a rank exchanges with other hosts (``exchange_byte_s``) needs 
 hosts: ``python -m gnnscale.cli.calibrate --exchange-work [CONSTANTS.json]`` under an mpirun
 across them measures it (:func:`exchange_byte_work`) into the file. How much a rank's work varies
 (``noise_s``, the variance per second of work: :func:`noise_rate`) is measured in a running
-job of several ranks (:func:`calibrate_in_job`).
+job of several ranks (:func:`calibrate_in_job`), and by ``--exchange-work`` with the work per
+byte.
 """
 
 from __future__ import annotations
@@ -840,11 +841,12 @@ def _tiny_step_residual(comm, data, kind: str, spec, host, costs) -> tuple[float
 
 
 def _exchange_work_rank_main(constants: str | None = None) -> int:
-    """Under an mpirun across hosts: :func:`exchange_byte_work` of this job; rank 0 prints
-    ``{"exchange_byte_s": ..., "hosts": ..., "megabytes": ...}`` (what each rank sent:
-    :func:`exchange_work_megabytes`) and, given a cost model file (read and written
-    on rank 0's host only), writes the figure into it (the file replaced whole). A bad file,
-    or ranks all on one host: one line, exit 2 on every rank."""
+    """Under an mpirun across hosts: :func:`exchange_byte_work` and :func:`noise_rate` of this
+    job (every rank at once: a rank per host, as ``--map-by ppr:1:node`` places them); rank 0
+    prints ``{"exchange_byte_s": ..., "noise_s": ..., "hosts": ..., "megabytes": ...}`` (what
+    each rank sent: :func:`exchange_work_megabytes`) and, given a cost model file (read and
+    written on rank 0's host only), writes both figures into it (the file replaced whole). A
+    bad file, or ranks all on one host: one line, exit 2 on every rank."""
     from partitioning.errors import PartitionError
     from planning.cost_model import CostModel
 
@@ -870,14 +872,15 @@ def _exchange_work_rank_main(constants: str | None = None) -> int:
     setup = exchange_work_setup(comm, hosts)
     megabytes = exchange_work_megabytes(comm, hosts, setup=setup)
     per_byte = exchange_byte_work(comm, hosts, megabytes, setup=setup)
+    noise = noise_rate(comm, work=setup[0])
     if comm.rank == 0:
         if costs is not None:
             from ..engine.checkpoint import write_atomic
 
-            costs.exchange_byte_s = per_byte
+            costs.exchange_byte_s, costs.noise_s = per_byte, noise
             write_atomic(Path(constants), json.dumps(costs.to_dict(), indent=1).encode())
-        print(json.dumps({"exchange_byte_s": per_byte, "hosts": len(set(hosts)),
-                          "megabytes": megabytes}))
+        print(json.dumps({"exchange_byte_s": per_byte, "noise_s": noise,
+                          "hosts": len(set(hosts)), "megabytes": megabytes}))
     return 0
 
 
