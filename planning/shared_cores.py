@@ -121,12 +121,29 @@ def _alone_sampled(passes: list, senders: np.ndarray, p: int, noise: float) -> n
     for stages, after in passes:
         for before, overlapped, exchange in stages:
             post = now + lasting(before)
-            ready = np.where(senders[None], post[:, None, :], -np.inf).max(axis=2)
+            ready = _senders_latest(post, senders)
             now = np.maximum.reduce([post + lasting(overlapped),
                                      post + _as_rank_array(exchange, p), ready])
         now = now + lasting(after)
         ends.append(now)
     return np.stack(ends, axis=1)
+
+
+#: elements of the temporary ``[draws, rank, sender]`` array :func:`_senders_latest` makes
+SENDER_CHUNK = 2**22
+
+
+def _senders_latest(post: np.ndarray, senders: np.ndarray) -> np.ndarray:
+    """``[draw, rank]``: the latest post among each rank's senders in each draw (``-inf``
+    without senders), a few draws at a time so that the temporary stays within
+    :data:`SENDER_CHUNK` elements."""
+    samples, p = post.shape
+    ready = np.empty_like(post)
+    step = max(1, SENDER_CHUNK // (p * p))
+    for first in range(0, samples, step):
+        ready[first:first + step] = np.where(senders[None], post[first:first + step, None, :],
+                                             -np.inf).max(axis=2)
+    return ready
 
 
 def latest_pass_ends(passes: list, senders: np.ndarray, hosts, host_cores: float | None = None,

@@ -118,3 +118,16 @@ def test_ranks_sharing_cores_are_modelled_without_noise():
     np.testing.assert_allclose(
         latest_pass_ends(passes, EVERYONE, ONE_HOST, host_cores=2, noise=1e-2),
         pass_ends(passes, EVERYONE, ONE_HOST, host_cores=2).max(axis=1))
+
+
+def test_the_senders_latest_post_is_the_same_a_few_draws_at_a_time(monkeypatch):
+    import planning.shared_cores as sc
+
+    rng = np.random.default_rng(4)
+    post, senders = rng.random((10, 5)), rng.random((5, 5)) < 0.5
+    senders[0] = False  # a rank without senders
+    expected = np.array([[max((post[d, j] for j in range(5) if senders[i, j]), default=-np.inf)
+                          for i in range(5)] for d in range(10)])
+    np.testing.assert_array_equal(sc._senders_latest(post, senders), expected)
+    monkeypatch.setattr(sc, "SENDER_CHUNK", 60)  # two draws at a time, the last one alone
+    np.testing.assert_array_equal(sc._senders_latest(post, senders), expected)
