@@ -92,7 +92,7 @@ def _alone(passes: list, senders: np.ndarray, p: int) -> np.ndarray:
 
 
 #: noise draws the timeline averages where ranks jitter: as many as keep a stage's meeting to
-#: about 2**25 comparisons (draws x ranks x ranks) and its draws to 2**18 (draws x ranks),
+#: about 2**23 comparisons (draws x ranks x ranks) and its draws to 2**17 (draws x ranks),
 #: within these bounds
 NOISE_SAMPLES = (16, 4096)
 
@@ -101,7 +101,7 @@ def noise_samples(p: int) -> int:
     """Draws of the ranks' jitter the timeline averages for ``p`` ranks."""
     low, high = NOISE_SAMPLES
     p = max(1, p)
-    return int(min(high, max(low, min(2**25 // (p * p), 2**18 // p))))
+    return int(min(high, max(low, min(2**23 // (p * p), 2**17 // p))))
 
 
 def _alone_sampled(passes: list, senders: np.ndarray, p: int, noise: float) -> np.ndarray:
