@@ -345,7 +345,8 @@ class CostModel:
             aggregation's gathers counts on (0: unknown, ``cache_bytes``' share for every op).
         noise_s: the variance of a rank's busy time per second of its work (s): ranks that
             meet at an exchange wait for the latest one's jitter (:mod:`planning.shared_cores`).
-            0 unless measured: ``calibrate_in_job`` measures it where the job spans hosts
+            0 unless measured: ``calibrate_in_job`` measures it where the job has several
+            ranks, ``calibrate --exchange-work`` across hosts
             (:func:`gnnscale.cli.calibrate.noise_rate`).
     """
 

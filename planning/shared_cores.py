@@ -57,12 +57,14 @@ def pass_ends(passes: list, senders: np.ndarray, hosts, host_cores: float | None
     hosts = np.asarray(hosts)
     senders = np.asarray(senders, dtype=bool)
     p = hosts.size
-    crowded = host_cores is not None and \
-        np.bincount(hosts).max() * threads > host_cores + _EPS
-    if not crowded:
-        return _alone(passes, senders, p) if noise <= 0 else \
-            _alone_sampled(passes, senders, p, noise).mean(axis=0)
-    return _shared(passes, senders, hosts, host_cores / threads, p)
+    if _crowded(hosts, host_cores, threads):
+        return _shared(passes, senders, hosts, host_cores / threads, p)
+    return _alone(passes, senders, p, noise).mean(axis=0)
+
+
+def _crowded(hosts: np.ndarray, host_cores: float | None, threads: int) -> bool:
+    """Whether a host's ranks have more threads than it has cores."""
+    return host_cores is not None and np.bincount(hosts).max() * threads > host_cores + _EPS
 
 
 def _as_rank_array(value, p: int) -> np.ndarray:
@@ -73,22 +75,6 @@ def _ready(posted_rows: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """Latest post among each rank's senders (``-inf`` without senders, NaN where one of them
     has not posted yet)."""
     return np.where(mask, posted_rows, -np.inf).max(axis=1)
-
-
-def _alone(passes: list, senders: np.ndarray, p: int) -> np.ndarray:
-    """Every rank at full speed: a stage ends at ``max(post + overlapped, post + exchange,
-    the senders' posts)``."""
-    now = np.zeros(p)
-    ends = []
-    for stages, after in passes:
-        for before, overlapped, exchange in stages:
-            post = now + _as_rank_array(before, p)
-            ready = _ready(np.broadcast_to(post, (p, p)), senders)
-            now = np.maximum.reduce([post + _as_rank_array(overlapped, p),
-                                     post + _as_rank_array(exchange, p), ready])
-        now = now + _as_rank_array(after, p)
-        ends.append(now)
-    return np.stack(ends)
 
 
 #: noise draws the timeline averages where ranks jitter: as many as keep a stage's meeting to
@@ -104,19 +90,23 @@ def noise_samples(p: int) -> int:
     return int(min(high, max(low, min(2**23 // (p * p), 2**17 // p))))
 
 
-def _alone_sampled(passes: list, senders: np.ndarray, p: int, noise: float) -> np.ndarray:
-    """:func:`_alone` on :func:`noise_samples` draws of every rank's work (``[sample, pass,
-    rank]``): an amount ``w`` lasts a gamma-distributed time of mean ``w`` and variance ``noise
-    w`` (a sum of many short interruptions; never negative). The draws are the same for the
-    same arguments, so that two partitions are compared on the same luck."""
+def _alone(passes: list, senders: np.ndarray, p: int, noise: float = 0.0) -> np.ndarray:
+    """Every rank at full speed: a stage ends at ``max(post + overlapped, post + exchange,
+    the senders' posts)``; ``[draw, pass, rank]``. Without ``noise`` one draw, the amounts as
+    given; with it :func:`noise_samples` draws of every rank's work, an amount ``w`` lasting a
+    gamma-distributed time of mean ``w`` and variance ``noise w`` (a sum of many short
+    interruptions; never negative). The draws are the same for the same arguments, so that
+    two partitions are compared on the same luck."""
     rng = np.random.default_rng(0)
-    samples = noise_samples(p)
+    draws = noise_samples(p) if noise > 0 else 1
 
     def lasting(work) -> np.ndarray:
         work = _as_rank_array(work, p)
-        return rng.gamma(np.broadcast_to(work / noise, (samples, p)), noise)
+        if noise <= 0:
+            return work[None]
+        return rng.gamma(np.broadcast_to(work / noise, (draws, p)), noise)
 
-    now = np.zeros((samples, p))
+    now = np.zeros((draws, p))
     ends = []
     for stages, after in passes:
         for before, overlapped, exchange in stages:
@@ -152,9 +142,9 @@ def latest_pass_ends(passes: list, senders: np.ndarray, hosts, host_cores: float
     arguments: with ``noise``, the mean over the draws of the latest rank's end (the gradient
     allreduce after a pass meets every rank, so it waits for the one jitter delayed most)."""
     hosts = np.asarray(hosts)
-    if noise <= 0 or np.bincount(hosts).max() * threads > (host_cores or np.inf) + _EPS:
+    if noise <= 0 or _crowded(hosts, host_cores, threads):
         return pass_ends(passes, senders, hosts, host_cores, threads).max(axis=1)
-    ends = _alone_sampled(passes, np.asarray(senders, dtype=bool), hosts.size, noise)
+    ends = _alone(passes, np.asarray(senders, dtype=bool), hosts.size, noise)
     return ends.max(axis=2).mean(axis=0)
 
 

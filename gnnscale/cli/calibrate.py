@@ -595,8 +595,9 @@ def calibrate_in_job(comm, threads: int, scale: float = 1.0, host_cores: int | N
     up after each wait on a loaded host is part of it. Where the job spans hosts,
     ``exchange_byte_s`` is the work an exchange between hosts takes from the ranks' cores per
     byte while it travels hidden behind an aggregation (:func:`exchange_byte_work`). Where it
-    has several ranks, ``noise_s`` is how much their work varies (:func:`noise_rate`), measured
-    before the fixed costs, whose tiny steps' meetings wait for it too. ``model``: the GNN whose tiny steps give the fixed costs (``gcn``, ``sage``, ``gat``;
+    has several ranks, ``noise_s`` is how much their work varies (:func:`noise_rate`, on the
+    same aggregation), measured before the fixed costs, whose tiny steps' meetings wait for it
+    too. ``model``: the GNN whose tiny steps give the fixed costs (``gcn``, ``sage``, ``gat``;
     each runs its own ops per layer).
     """
     from planning.cost_model import CostModel
@@ -626,14 +627,16 @@ def calibrate_in_job(comm, threads: int, scale: float = 1.0, host_cores: int | N
     # the others measuring at once) times the job's ranks on this host
     on_this_host = sum(host == here for _, _, host in everyone)
     cache = min(float(llc), float(np.median([k for _, k, _ in everyone])) * on_this_host)
+    hosts = [host for _, _, host in everyone]
+    setup = exchange_work_setup(comm, hosts) if len(set(hosts)) > 1 else None
+    noise = noise_rate(comm, work=setup[0] if setup else None, turns=turns) \
+        if comm.size > 1 else 0.0
     costs = CostModel(compute={threads: median}, layer_overhead_s=0.0, cache_bytes=cache,
-                      private_cache_bytes=private_cache_bytes(),
-                      noise_s=noise_rate(comm, turns=turns) if comm.size > 1 else 0.0, **shm)
+                      private_cache_bytes=private_cache_bytes(), noise_s=noise, **shm)
     costs.layer_overhead_s, costs.exchange_overhead_s = job_fixed_costs(comm, costs, threads,
                                                                         host_cores, model)
-    hosts = [host for _, _, host in everyone]
-    if len(set(hosts)) > 1:
-        costs.exchange_byte_s = exchange_byte_work(comm, hosts)
+    if setup is not None:
+        costs.exchange_byte_s = exchange_byte_work(comm, hosts, setup=setup)
     return costs
 
 
